@@ -1,0 +1,1 @@
+"""raglab: a small, readable, offline RAG engine."""

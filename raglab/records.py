@@ -1,0 +1,114 @@
+"""The records that flow through the pipeline.
+
+Every boundary takes and returns these frozen dataclasses, so a learner can print
+any stage and see exactly what crossed it. Change one with `dataclasses.replace`.
+A score lives beside the thing it scores (`Hit(chunk, score)`), never inside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+DEFAULT_TENANT = "default"
+
+
+def content_hash(text: str) -> str:
+    """A stable fingerprint of a text (blake2b, 16 hex digits), the same on every machine.
+
+    >>> content_hash("hello")
+    'a7b6eda801e5347d'
+    """
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One source file, loaded and validated.
+
+    `id` is the file's POSIX path relative to the corpus folder. `tenant` and `groups`
+    decide who may read it (see `raglab.access`); they come from front matter, never
+    from the text.
+    """
+
+    id: str
+    text: str
+    title: str = ""
+    tenant: str = DEFAULT_TENANT
+    groups: tuple[str, ...] = ()
+    version: str = "1"
+    hash: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        # Computed once at construction so a changed text always means a changed hash.
+        object.__setattr__(self, "hash", content_hash(self.text))
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of a document, with where it came from.
+
+    Invariant: `document.text[chunk.start:chunk.end] == chunk.text`.
+    Access metadata (tenant, groups) and the document version travel with every chunk,
+    so the store can filter without ever going back to the text.
+    """
+
+    doc_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    heading: str = ""
+    title: str = ""
+    tenant: str = DEFAULT_TENANT
+    groups: tuple[str, ...] = ()
+    doc_version: str = "1"
+
+    @property
+    def id(self) -> str:
+        """Stable chunk id: document id and position, e.g. `handbook/leave.md#2`."""
+        return f"{self.doc_id}#{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A retrieved chunk and the score that ranked it (higher is better)."""
+
+    chunk: Chunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is asking: the access rule compares this with each chunk's metadata."""
+
+    user: str
+    tenant: str = DEFAULT_TENANT
+    groups: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        # Accept any iterable of group names, store an immutable set.
+        object.__setattr__(self, "groups", frozenset(self.groups))
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A `[n]` marker in an answer and the retrieved hit it points to."""
+
+    n: int
+    hit: Hit
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the query path returns: the text, its verified citations, and what was retrieved.
+
+    `abstained` is True when the engine declined to answer (weak or no evidence).
+    `retrieved` lists every hit that reached the prompt, in prompt order: source `[n]`
+    is `retrieved[n - 1]`.
+    """
+
+    text: str
+    citations: tuple[Citation, ...] = ()
+    retrieved: tuple[Hit, ...] = ()
+    abstained: bool = False
