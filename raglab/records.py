@@ -105,10 +105,17 @@ class Answer:
 
     `abstained` is True when the engine declined to answer (weak or no evidence).
     `retrieved` lists every hit that reached the prompt, in prompt order: source `[n]`
-    is `retrieved[n - 1]`.
+    is `retrieved[n - 1]`. `invalid_citations` lists any `[n]` in the text that does not
+    point at a retrieved source: such an answer is flagged, never passed off as valid.
     """
 
     text: str
     citations: tuple[Citation, ...] = ()
     retrieved: tuple[Hit, ...] = ()
     abstained: bool = False
+    invalid_citations: tuple[int, ...] = ()
+
+    @property
+    def verified(self) -> bool:
+        """True when every citation marker in the text points at a retrieved source."""
+        return not self.invalid_citations
