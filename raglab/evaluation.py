@@ -1,0 +1,455 @@
+"""Evaluation: how good are the rankings and the answers, measured over a labelled question set.
+
+Two halves:
+
+- **Metrics** over one ranked list of document ids with binary relevance (a document is
+  relevant or it is not): `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`. Each is a
+  small function with its reference, cross-checked against ranx in the tests.
+- **The runner**: `load_questions` reads a JSONL question set, `evaluate` asks every question
+  through a `search` and an `answer` callable and averages the results into an `EvalReport`;
+  `format_table` prints it.
+
+Two rules shared by every metric:
+
+- An empty relevant set raises `ValueError`: recall is undefined without a relevant document.
+  The runner leaves such (unanswerable) questions out of these averages and scores them by
+  abstention instead.
+- A repeated id in `ranked` counts once, at its first rank; later repeats are dropped before
+  scoring, so the documents behind them move up. The runner ranks documents the same way
+  (several chunks of one document become one entry at the rank of its best chunk).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
+from typing import Any
+
+from raglab.records import DEFAULT_TENANT, Answer, Hit
+
+# nDCG is always reported at 10, whatever k is: the depth most IR benchmarks (BEIR, MS MARCO)
+# report, so figures stay comparable when k changes. Search therefore runs to max(k, 10).
+NDCG_DEPTH = 10
+
+
+# --- metrics over one ranked list --------------------------------------------------------------
+
+
+def _check(relevant: Collection[str], k: int | None = None) -> frozenset[str]:
+    """Validate the shared inputs and return the relevant ids as a set."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise ValueError(f"k must be an integer >= 1 (got k={k!r})")
+    if isinstance(relevant, str):
+        # A bare string is a collection of characters: almost certainly a mistake.
+        raise TypeError(f"relevant must be a collection of ids, not a string (got {relevant!r})")
+    relevant_set = frozenset(relevant)
+    if not relevant_set:
+        raise ValueError(
+            "relevant must not be empty: recall is undefined without a relevant document "
+            "(leave such questions out and score them by abstention)"
+        )
+    return relevant_set
+
+
+def unique_in_order(ids: Iterable[str]) -> list[str]:
+    """Drop repeated ids, keeping each at its first position.
+
+    >>> unique_in_order(["a", "b", "a", "c", "b"])
+    ['a', 'b', 'c']
+    """
+    return list(dict.fromkeys(ids))  # dicts keep insertion order
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """Share of the relevant documents found in the top k: |top k ∩ relevant| / |relevant|.
+
+    Manning, Raghavan & Schütze, *Introduction to Information Retrieval* (2008), §8.3.
+
+    >>> recall_at_k(["a", "b", "c"], {"b", "d"}, k=2)
+    0.5
+    """
+    relevant_set = _check(relevant, k)
+    top = unique_in_order(ranked)[:k]
+    return sum(doc in relevant_set for doc in top) / len(relevant_set)
+
+
+def hit_rate_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 when at least one relevant document is in the top k, else 0.0 (also "success@k").
+
+    Averaged over questions it is the share of questions the retriever did not miss outright.
+
+    >>> hit_rate_at_k(["a", "b", "c"], {"c"}, k=2)
+    0.0
+    """
+    relevant_set = _check(relevant, k)
+    top = unique_in_order(ranked)[:k]
+    return 1.0 if any(doc in relevant_set for doc in top) else 0.0
+
+
+def mrr(ranked: Sequence[str], relevant: Collection[str]) -> float:
+    """Reciprocal rank of the first relevant document (1/rank, ranks from 1); 0.0 if none.
+
+    This is one question's share of the Mean Reciprocal Rank (Voorhees, TREC-8 QA track, 1999);
+    `evaluate` takes the mean. There is no cut-off: the whole list counts, as in ranx's "mrr"
+    (in practice the list is as deep as the search that produced it).
+
+    >>> mrr(["a", "b", "c"], {"b", "d"})
+    0.5
+    """
+    relevant_set = _check(relevant)
+    for rank, doc in enumerate(unique_in_order(ranked), start=1):
+        if doc in relevant_set:
+            return 1.0 / rank
+    return 0.0
+
+
+def _discount(rank: int) -> float:
+    """The log2 position discount of DCG: a hit at rank r is worth 1 / log2(r + 1)."""
+    return 1.0 / math.log2(rank + 1)
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """Normalised discounted cumulative gain at k, binary relevance, log2 discount.
+
+    DCG@k = Σ over ranks r ≤ k holding a relevant document of 1 / log2(r + 1); the ideal DCG
+    puts every relevant document first, so it sums the same discount over ranks
+    1 .. min(k, |relevant|). nDCG@k = DCG@k / ideal DCG@k, between 0 and 1.
+    Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR techniques", TOIS 2002
+    (the formulation ranx calls "ndcg"; with 0/1 relevance Burges' 2^rel - 1 gives the same).
+
+    >>> round(ndcg_at_k(["a", "b", "c"], {"b", "d"}, k=3), 4)
+    0.3869
+    """
+    relevant_set = _check(relevant, k)
+    top = unique_in_order(ranked)[:k]
+    dcg = sum(_discount(r) for r, doc in enumerate(top, start=1) if doc in relevant_set)
+    ideal = sum(_discount(r) for r in range(1, min(k, len(relevant_set)) + 1))
+    return dcg / ideal
+
+
+# --- the question set --------------------------------------------------------------------------
+
+
+class QuestionSetError(ValueError):
+    """A question-set file is malformed; the message names the file, the line and the reason."""
+
+    def __init__(self, path: str | Path, line: int, reason: str) -> None:
+        super().__init__(f"{path}, line {line}: {reason}")
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One labelled question, as one line of a question-set JSONL file.
+
+    `tenant` and `groups` say who asks (the principal the search runs as). `relevant_docs`
+    are the ids of the documents that answer it ([] when it is unanswerable for this user);
+    `leak_docs` are ids that must never reach this user. `kind` labels the question for the
+    per-kind breakdown (e.g. "lookup", "multi-hop", "forbidden").
+    Everything after `question` is keyword-only, because `answerable` has no default.
+    """
+
+    id: str
+    question: str
+    _: KW_ONLY
+    tenant: str = DEFAULT_TENANT
+    groups: tuple[str, ...] = ()
+    relevant_docs: tuple[str, ...] = ()
+    answerable: bool
+    answer: str | None = None
+    kind: str | None = None
+    leak_docs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Accept lists (as JSON gives them) but store tuples, so a Question stays immutable.
+        for name in ("groups", "relevant_docs", "leak_docs"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+# Field name -> (required?, the check, what the message says it must be).
+_FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
+    "id": (True, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "question": (True, lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string"),
+    "tenant": (False, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "groups": (False, _is_str_list, "a list of strings"),
+    "relevant_docs": (False, _is_str_list, "a list of strings"),
+    # subtle: bool is checked exactly, so 1/0 or "true" are refused rather than guessed at.
+    "answerable": (True, lambda v: isinstance(v, bool), "true or false"),
+    "answer": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
+    "kind": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
+    "leak_docs": (False, _is_str_list, "a list of strings"),
+}
+
+
+def _parse_question(line: str) -> Question:
+    """One JSONL line -> Question. Raises ValueError with the reason only (no file, no line)."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"bad JSON: {err.msg} (column {err.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - set(_FIELDS))
+    if unknown:
+        # Refused rather than ignored: a typo such as "leak_doc" would silently drop a check.
+        raise ValueError(f"unknown field {unknown[0]!r} (known fields: {', '.join(_FIELDS)})")
+    for name, (required, is_valid, must_be) in _FIELDS.items():
+        if name not in obj:
+            if required:
+                raise ValueError(f"missing field {name!r}")
+        elif not is_valid(obj[name]):
+            raise ValueError(f"field {name!r} must be {must_be} (got {obj[name]!r})")
+    if obj["answerable"] and not obj.get("relevant_docs"):
+        raise ValueError(
+            f"question {obj['id']!r} is answerable but has no relevant_docs "
+            "(list the documents that answer it, or set answerable to false)"
+        )
+    return Question(**obj)
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read a question set: JSONL, one question object a line, blank lines skipped.
+
+    Raises `QuestionSetError` naming the file, the line number and the reason for bad JSON,
+    a missing or unknown field, a wrong type, an answerable question with no relevant_docs,
+    or a duplicate id.
+    """
+    questions: list[Question] = []
+    first_line_of: dict[str, int] = {}
+    text = Path(path).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            question = _parse_question(line)
+        except ValueError as err:
+            raise QuestionSetError(path, number, str(err)) from None
+        if question.id in first_line_of:
+            first = first_line_of[question.id]
+            reason = f"duplicate id {question.id!r} (first seen on line {first})"
+            raise QuestionSetError(path, number, reason)
+        first_line_of[question.id] = number
+        questions.append(question)
+    return questions
+
+
+# --- the runner --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionResult:
+    """What one question scored, kept for drill-down.
+
+    The retrieval figures are None when the question is not scored by retrieval (it is
+    unanswerable, or has no relevant document). `ranked_doc_ids` are the search's document
+    ids, repeats dropped at first rank; `leaked` the question's `leak_docs` that reached
+    the search results or the answer.
+    """
+
+    question: Question
+    ranked_doc_ids: tuple[str, ...]
+    recall_at_k: float | None
+    rr: float | None
+    ndcg_at_10: float | None
+    hit: bool | None
+    abstained: bool
+    leaked: tuple[str, ...]
+    citations_verified: bool
+    answer: Answer
+
+
+@dataclass(frozen=True, slots=True)
+class EvalReport:
+    """Averages over a question set. An average with nothing to average over is None.
+
+    Retrieval averages (recall@k, MRR, nDCG@10, hit rate) cover only the answerable questions
+    with relevant documents. `recall_at_k_by_kind` holds (kind, mean recall@k) pairs, sorted
+    by kind, for the scored questions that have a kind.
+    """
+
+    questions: int
+    answerable: int
+    unanswerable: int
+    k: int
+    recall_at_k: float | None
+    mrr: float | None
+    ndcg_at_10: float | None
+    hit_rate_at_k: float | None
+    abstention_on_unanswerable: float | None
+    false_abstention: float | None
+    leaks: int
+    citations_verified: float | None
+    retriever: str
+    embedder: str
+    recall_at_k_by_kind: tuple[tuple[str, float], ...]
+    per_question: tuple[QuestionResult, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as plain JSON-ready values (per_question left out), in a fixed order."""
+        return {
+            "questions": self.questions,
+            "answerable": self.answerable,
+            "unanswerable": self.unanswerable,
+            "k": self.k,
+            "recall@k": self.recall_at_k,
+            "mrr": self.mrr,
+            "ndcg@10": self.ndcg_at_10,
+            "hit_rate@k": self.hit_rate_at_k,
+            "abstention_on_unanswerable": self.abstention_on_unanswerable,
+            "false_abstention": self.false_abstention,
+            "leaks": self.leaks,
+            "citations_verified": self.citations_verified,
+            "retriever": self.retriever,
+            "embedder": self.embedder,
+            "recall@k_by_kind": dict(self.recall_at_k_by_kind),
+        }
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean, None when there is nothing to average (never a misleading 0)."""
+    return math.fsum(values) / len(values) if values else None
+
+
+def _doc_ids(hits: Iterable[Hit]) -> list[str]:
+    return [hit.chunk.doc_id for hit in hits]
+
+
+def _leaked(question: Question, searched: Sequence[str], answer: Answer) -> tuple[str, ...]:
+    """The question's leak_docs that reached the user: in the search results or the answer."""
+    reached = set(searched)
+    reached.update(_doc_ids(answer.retrieved))
+    reached.update(_doc_ids(citation.hit for citation in answer.citations))
+    return tuple(doc for doc in unique_in_order(question.leak_docs) if doc in reached)
+
+
+def _score_question(
+    question: Question,
+    *,
+    search: Callable[[Question, int], Sequence[Hit]],
+    answer: Callable[[Question], Answer],
+    k: int,
+) -> QuestionResult:
+    ranked = tuple(unique_in_order(_doc_ids(search(question, max(k, NDCG_DEPTH)))))
+    reply = answer(question)
+    scored = question.answerable and bool(question.relevant_docs)
+    relevant = question.relevant_docs
+    return QuestionResult(
+        question=question,
+        ranked_doc_ids=ranked,
+        recall_at_k=recall_at_k(ranked, relevant, k) if scored else None,
+        rr=mrr(ranked, relevant) if scored else None,
+        ndcg_at_10=ndcg_at_k(ranked, relevant, NDCG_DEPTH) if scored else None,
+        hit=hit_rate_at_k(ranked, relevant, k) == 1.0 if scored else None,
+        abstained=reply.abstained,
+        leaked=_leaked(question, ranked, reply),
+        citations_verified=reply.verified,
+        answer=reply,
+    )
+
+
+def _share(flags: Sequence[bool]) -> float | None:
+    return _mean([1.0 if flag else 0.0 for flag in flags])
+
+
+def _recall_by_kind(results: Sequence[QuestionResult]) -> tuple[tuple[str, float], ...]:
+    by_kind: dict[str, list[float]] = {}
+    for r in results:
+        if r.recall_at_k is not None and r.question.kind is not None:
+            by_kind.setdefault(r.question.kind, []).append(r.recall_at_k)
+    return tuple((kind, math.fsum(v) / len(v)) for kind, v in sorted(by_kind.items()))
+
+
+def _summarise(
+    results: Sequence[QuestionResult], *, k: int, retriever: str, embedder: str
+) -> EvalReport:
+    scored = [r for r in results if r.recall_at_k is not None]
+    answerable = [r for r in results if r.question.answerable]
+    unanswerable = [r for r in results if not r.question.answerable]
+    return EvalReport(
+        questions=len(results),
+        answerable=len(answerable),
+        unanswerable=len(unanswerable),
+        k=k,
+        recall_at_k=_mean([r.recall_at_k for r in scored]),  # type: ignore[misc]
+        mrr=_mean([r.rr for r in scored]),  # type: ignore[misc]
+        ndcg_at_10=_mean([r.ndcg_at_10 for r in scored]),  # type: ignore[misc]
+        hit_rate_at_k=_share([bool(r.hit) for r in scored]),
+        abstention_on_unanswerable=_share([r.abstained for r in unanswerable]),
+        false_abstention=_share([r.abstained for r in answerable]),
+        leaks=sum(len(r.leaked) for r in results),
+        citations_verified=_share([r.citations_verified for r in results if not r.abstained]),
+        retriever=retriever,
+        embedder=embedder,
+        recall_at_k_by_kind=_recall_by_kind(results),
+        per_question=tuple(results),
+    )
+
+
+def evaluate(
+    questions: Sequence[Question],
+    *,
+    search: Callable[[Question, int], Sequence[Hit]],
+    answer: Callable[[Question], Answer],
+    k: int = 5,
+    retriever: str = "",
+    embedder: str = "",
+) -> EvalReport:
+    """Ask every question and average the scores.
+
+    `search(question, depth)` returns ranked hits for the question's principal (its tenant and
+    groups), with depth = max(k, 10) so nDCG@10 is defined; the ranked document ids are the
+    hits' doc ids, repeats dropped at first rank. `answer(question)` returns an Answer.
+    Every question is searched, answerable or not, so a leak is caught wherever it happens.
+    `retriever` and `embedder` are labels copied into the report.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be an integer >= 1 (got k={k!r})")
+    if not questions:
+        raise ValueError("questions is empty: there is nothing to evaluate")
+    results = [_score_question(q, search=search, answer=answer, k=k) for q in questions]
+    return _summarise(results, k=k, retriever=retriever, embedder=embedder)
+
+
+# --- the terminal table ------------------------------------------------------------------------
+
+
+def _cell(value: float | int | None) -> str:
+    """3 decimals for shares and means, integers as they are, n/a for an undefined average."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.3f}"
+
+
+def format_table(report: EvalReport) -> str:
+    """The report as aligned plain text: one metric a line, values right-aligned, 3 decimals."""
+    k = report.k
+    rows: list[tuple[str, str]] = [
+        ("retriever", report.retriever or "-"),
+        ("embedder", report.embedder or "-"),
+        ("questions", _cell(report.questions)),
+        ("  answerable", _cell(report.answerable)),
+        ("  unanswerable", _cell(report.unanswerable)),
+        (f"recall@{k}", _cell(report.recall_at_k)),
+        ("mrr", _cell(report.mrr)),
+        (f"ndcg@{NDCG_DEPTH}", _cell(report.ndcg_at_10)),
+        (f"hit_rate@{k}", _cell(report.hit_rate_at_k)),
+        ("abstention_on_unanswerable", _cell(report.abstention_on_unanswerable)),
+        ("false_abstention", _cell(report.false_abstention)),
+        ("citations_verified", _cell(report.citations_verified)),
+        ("leaks", _cell(report.leaks)),
+    ]
+    rows += [(f"  recall@{k} [{kind}]", _cell(value)) for kind, value in report.recall_at_k_by_kind]
+    label_width = max(len(label) for label, _ in rows)
+    value_width = max(len(value) for _, value in rows)
+    return "\n".join(f"{label:<{label_width}}  {value:>{value_width}}" for label, value in rows)
