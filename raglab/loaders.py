@@ -1,0 +1,324 @@
+"""Files -> Document: load a folder of `.md` / `.txt` files, validating each one.
+
+A corpus is a folder; a document's id is its POSIX path relative to that folder
+(`acme/policies/leave.md`). Every file is checked before it becomes a `Document`:
+
+- it lies inside the approved folder once symbolic links are resolved (a link pointing
+  out of the folder is refused: it could expose any file on the machine);
+- it is a regular file of at most `max_bytes` bytes, not binary (no NUL byte) and valid
+  UTF-8 (a leading byte-order mark is dropped);
+- its optional front matter is well formed (see `parse_front_matter`).
+
+One bad file never loses the rest: `load_folder` collects a `DocumentError` for it and
+loads the others. Line endings are normalised to "\\n", so a file checked out with
+Windows line endings gives the same text, hash and chunk offsets on every machine.
+
+Front matter is the block between a first line `---` and the next `---` line:
+
+    ---
+    title: Leave policy
+    tenant: acme            # default tenant if absent: "default"
+    groups: [hr, managers]  # absent or [] = every user of the tenant
+    version: 2
+    ---
+
+It is a small subset of YAML, parsed by hand: `key: value`, inline lists `[a, b]`,
+'single' or "double" quotes, `# comments`. Only the keys title, tenant, groups and
+version are accepted: an unknown key is an error, not silently ignored, because a typo
+such as `grups:` would otherwise leave a restricted document readable by everyone.
+`Document.text` is the body after the front matter; chunk offsets index into it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from raglab.records import DEFAULT_TENANT, Document
+
+DEFAULT_MAX_BYTES = 1_000_000
+"""Largest file loaded (1 MB, about 150 pages of text): anything bigger in a folder of
+policies and notes is far more likely a mistake (a log, a dump) than a document."""
+
+SUFFIXES = (".md", ".txt")
+FRONT_MATTER_KEYS = ("groups", "tenant", "title", "version")
+FENCE = "---"
+
+
+class CorpusError(ValueError):
+    """The corpus folder as a whole cannot be used (missing, not a folder, no documents)."""
+
+
+class DocumentError(ValueError):
+    """One file cannot be loaded. `str(error)` is "<document id>: <reason>"."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+    def __reduce__(self):  # keep the two-argument constructor picklable
+        return (type(self), (self.path, self.reason))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    """What `load_folder` found: the documents that loaded and an error for each that did not."""
+
+    documents: tuple[Document, ...]
+    errors: tuple[DocumentError, ...]
+
+
+# ---------------------------------------------------------------------------- folder
+
+
+def load_folder(root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadResult:
+    """Load every `.md` and `.txt` file under `root` (recursively), sorted by document id.
+
+    Hidden files and folders (a name starting with ".", such as .git) are skipped, and so
+    are symbolic links to folders (following them could loop or leave the corpus).
+    Raises `CorpusError` when `root` is missing, not a folder, or holds no .md/.txt file.
+    """
+    folder = Path(root)
+    if not folder.exists():
+        raise CorpusError(f"corpus folder {str(folder)!r} does not exist")
+    if not folder.is_dir():
+        raise CorpusError(f"corpus folder {str(folder)!r} is not a folder")
+    paths = _candidate_files(folder)
+    if not paths:
+        kinds = " or ".join(SUFFIXES)
+        raise CorpusError(f"corpus folder {str(folder)!r} contains no {kinds} file")
+    documents: list[Document] = []
+    errors: list[DocumentError] = []
+    for path in paths:
+        try:
+            documents.append(load_file(path, root=folder, max_bytes=max_bytes))
+        except DocumentError as error:
+            errors.append(error)
+    return LoadResult(tuple(documents), tuple(errors))
+
+
+def _candidate_files(folder: Path) -> list[Path]:
+    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id."""
+    found: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):  # followlinks=False: see load_folder
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if name.startswith(".") or not name.lower().endswith(SUFFIXES):
+                continue
+            path = Path(dirpath, name)
+            found[path.relative_to(folder).as_posix()] = path
+    return [found[doc_id] for doc_id in sorted(found)]
+
+
+# ---------------------------------------------------------------------------- one file
+
+
+def load_file(
+    path: str | Path, *, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Document:
+    """Load and validate one file of the corpus folder `root`; raise `DocumentError` if bad.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "leave.md").write_text("---\\ntenant: acme\\n---\\n# Leave\\nTen days.\\n")
+    >>> doc = load_file(folder / "leave.md", root=folder)
+    >>> doc.id, doc.title, doc.tenant, doc.text
+    ('leave.md', 'Leave', 'acme', '# Leave\\nTen days.\\n')
+    """
+    if max_bytes <= 0:
+        raise ValueError(f"max_bytes must be > 0 (got max_bytes={max_bytes})")
+    doc_id = _document_id(Path(path), Path(root))
+    data = _read_checked(Path(path), Path(root), doc_id, max_bytes)
+    text = _decode(data, doc_id)
+    fields, body = parse_front_matter(text, doc_id)
+    title = fields.get("title") or _default_title(body, Path(path))
+    return Document(
+        id=doc_id,
+        text=body,
+        title=title,
+        tenant=fields.get("tenant", DEFAULT_TENANT),
+        groups=fields.get("groups", ()),
+        version=fields.get("version", "1"),
+    )
+
+
+def _document_id(path: Path, root: Path) -> str:
+    """The POSIX path of `path` relative to `root`, before any link is followed."""
+    relative = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root)))
+    if relative.parts and relative.parts[0] == "..":
+        raise DocumentError(path.as_posix(), f"is not inside the corpus folder {str(root)!r}")
+    return relative.as_posix()
+
+
+def _read_checked(path: Path, root: Path, doc_id: str, max_bytes: int) -> bytes:
+    """The file's bytes, after the where / what / how-big checks."""
+    # Subtle: resolve both sides, so a symbolic link is judged by where it really points.
+    real = path.resolve()
+    if not real.is_relative_to(root.resolve()):
+        raise DocumentError(doc_id, "symbolic link points outside the corpus folder")
+    if not real.exists():
+        raise DocumentError(doc_id, "file does not exist")
+    if not real.is_file():
+        raise DocumentError(doc_id, "not a regular file")
+    size = real.stat().st_size
+    if size > max_bytes:
+        raise DocumentError(doc_id, f"file too large ({size} bytes > max_bytes={max_bytes})")
+    try:
+        data = real.read_bytes()
+    except OSError as error:
+        raise DocumentError(doc_id, f"cannot be read ({error.strerror})") from None
+    if len(data) > max_bytes:  # it grew between the size check and the read
+        raise DocumentError(doc_id, f"file too large ({len(data)} bytes > max_bytes={max_bytes})")
+    return data
+
+
+def _decode(data: bytes, doc_id: str) -> str:
+    """Strict UTF-8 text with "\\n" line endings; binary files and bad bytes are refused."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise DocumentError(doc_id, f"binary file (NUL byte at offset {nul})")
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = data[error.start]
+        raise DocumentError(
+            doc_id, f"not valid UTF-8 (byte 0x{bad:02x} at offset {error.start})"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _default_title(body: str, path: Path) -> str:
+    """The first `# ` heading of a Markdown body (outside code fences), else the file stem."""
+    if path.suffix.lower() == ".md":
+        in_fence = False
+        for line in body.split("\n"):
+            if line.startswith(("```", "~~~")):
+                in_fence = not in_fence
+            elif not in_fence and line.startswith("# ") and line[2:].strip():
+                return line[2:].strip().rstrip("#").strip()
+    return path.stem
+
+
+# ---------------------------------------------------------------------------- front matter
+
+
+def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict, str]:
+    """Split `text` into its front-matter fields and its body.
+
+    Returns `(fields, body)`: fields holds only the keys present, already typed (groups
+    a sorted tuple without duplicates, version a str). Text without front matter gives
+    `({}, text)`. Malformed front matter raises `DocumentError` naming the line.
+
+    >>> parse_front_matter("---\\ngroups: [hr, admin, hr]\\nversion: 2\\n---\\nBody")
+    ({'groups': ('admin', 'hr'), 'version': '2'}, 'Body')
+    >>> parse_front_matter("No front matter.")
+    ({}, 'No front matter.')
+    """
+    lines = text.split("\n")
+    if lines[0].rstrip() != FENCE:
+        return {}, text
+    for end in range(1, len(lines)):
+        if lines[end].rstrip() == FENCE:
+            break
+    else:
+        raise DocumentError(
+            doc_id, "front matter opened on line 1 is never closed (no second '---' line)"
+        )
+    fields: dict = {}
+    for number in range(2, end + 1):  # file line numbers start at 1; line 1 is the fence
+        _parse_line(lines[number - 1], number, fields, doc_id)
+    return fields, "\n".join(lines[end + 1 :])
+
+
+def _parse_line(raw: str, number: int, fields: dict, doc_id: str) -> None:
+    """Parse one `key: value` line of front matter into `fields`."""
+
+    def fail(reason: str) -> DocumentError:
+        return DocumentError(doc_id, f"front matter line {number}: {reason}")
+
+    line = _strip_comment(raw).strip()
+    if not line:
+        return
+    if line.startswith("- "):
+        raise fail(
+            "block lists are not supported; write lists inline, like groups: [hr, managers] "
+            f"(got {raw.strip()!r})"
+        )
+    key, colon, value = line.partition(":")
+    key = key.strip()
+    if not colon or not key:
+        raise fail(f"expected 'key: value' (got {raw.strip()!r})")
+    if key not in FRONT_MATTER_KEYS:
+        raise fail(f"unknown key {key!r} (expected one of: {', '.join(FRONT_MATTER_KEYS)})")
+    if key in fields:
+        raise fail(f"key {key!r} is given twice")
+    try:
+        fields[key] = _typed_value(key, value.strip())
+    except ValueError as error:
+        raise fail(str(error)) from None
+
+
+def _typed_value(key: str, value: str) -> str | tuple[str, ...]:
+    """The value of `key`, checked: groups is a list, the others are single non-list values."""
+    if key == "groups":
+        if not (value.startswith("[") and value.endswith("]")):
+            raise ValueError(f"groups must be a list like [hr, managers] (got {value!r})")
+        items = [_scalar(item) for item in _split_list(value[1:-1])]
+        if any(not item for item in items):
+            raise ValueError(f"groups must not contain an empty name (got {value!r})")
+        return tuple(sorted(set(items)))
+    if value.startswith("["):
+        raise ValueError(f"{key} must be a single value, not a list (got {value!r})")
+    scalar = _scalar(value)
+    if not scalar and key in ("tenant", "version"):
+        raise ValueError(f"{key} must not be empty")
+    return scalar
+
+
+def _scalar(value: str) -> str:
+    """A bare or quoted value without its quotes."""
+    value = value.strip()
+    if value[:1] in ("'", '"'):
+        if len(value) < 2 or value[-1] != value[0]:
+            raise ValueError(f"unclosed quote in {value!r}")
+        return value[1:-1]
+    return value
+
+
+def _split_list(inner: str) -> list[str]:
+    """Split the inside of `[a, "b, c"]` on commas that are not inside quotes."""
+    if not inner.strip():
+        return []
+    items, current, quote = [], "", ""
+    for char in inner:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in ("'", '"') and not current.strip():  # a quote only opens an item
+            quote = char
+        elif char == ",":
+            items.append(current)
+            current = ""
+            continue
+        current += char
+    return items + [current]
+
+
+def _strip_comment(line: str) -> str:
+    """Drop a `# comment`: a '#' at the start or after a space, and not inside quotes.
+
+    As in YAML, a quote opens a quoted value only at the start of a value or list item,
+    so the apostrophe in `title: Don't panic  # note` is just a letter.
+    """
+    quote = ""
+    for i, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in ("'", '"') and line[:i].rstrip()[-1:] in (":", "[", ","):
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
