@@ -1,1 +1,55 @@
-"""raglab: a small, readable, offline RAG engine."""
+"""raglab: a small, readable, offline RAG engine — one module per boundary.
+
+    >>> import raglab
+    >>> raglab.chunk("abcdefghij", size=4, overlap=1)
+    ['abcd', 'defg', 'ghij']
+
+Heavy libraries (scikit-learn, matplotlib, ipywidgets) load only inside the functions that
+use them, so `import raglab` stays quick.
+"""
+
+from raglab.access import can_read, eligible_rows
+from raglab.chunking import Chunker, chunk
+from raglab.citations import CitationReport, parse_citations, verify_citations
+from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
+from raglab.evaluation import (
+    EvalReport,
+    Question,
+    evaluate,
+    hit_rate_at_k,
+    load_questions,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+)
+from raglab.generation import ExtractiveGenerator, Generator, OpenAIChatGenerator, is_abstention
+from raglab.keyword import BM25, tokenize
+from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
+from raglab.pipeline import Index, ask
+from raglab.prompting import ABSTENTION, Prompt, build_prompt
+from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
+from raglab.retrieval import RETRIEVERS, Retriever, reciprocal_rank_fusion
+from raglab.stores import (
+    DimensionMismatch,
+    EmbedderMismatch,
+    MemoryStore,
+    SQLiteStore,
+    StoreError,
+    VectorStore,
+    sync,
+)
+from raglab.vectors import cosine, normalise, top_k
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
+    "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
+    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "Generator", "HashingEmbedder",
+    "Hit", "Index", "LSAEmbedder", "MemoryStore", "OpenAIChatGenerator", "Principal", "Prompt",
+    "Question", "RETRIEVERS", "Retriever", "SQLiteStore", "StoreError", "VectorStore", "ask",
+    "available_embedders", "build_prompt", "can_read", "chunk", "cosine", "eligible_rows",
+    "embedder", "evaluate", "hit_rate_at_k", "is_abstention", "load_file", "load_folder",
+    "load_questions", "mrr", "ndcg_at_k", "normalise", "parse_citations", "recall_at_k",
+    "reciprocal_rank_fusion", "sync", "tokenize", "top_k", "verify_citations",
+]

