@@ -1,0 +1,72 @@
+"""Helpers for the workbook's notebooks: execute one in place, deterministically.
+
+    .venv/bin/python scripts/nbtools.py execute notebooks/04_implement_chunking.ipynb
+
+Runs every cell in a fresh kernel of this environment's Python (cwd = the notebook's
+folder, as nbval does), stops at the first error unless the cell is tagged
+`raises-exception`, drops the widget state Jupyter stores in the notebook's metadata,
+and writes the file in the exact layout Jupyter uses — so a re-run that changes nothing
+changes no byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# The same single-thread BLAS as the test run (conftest.py), so printed numbers agree.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def execute(path: Path, *, timeout: int = 300) -> None:
+    """Execute the notebook at `path` and write it back with its outputs."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from raglab.exercises import notebook_text
+    from raglab.grading import kernel_manager
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        km=kernel_manager(),
+        timeout=timeout,
+        allow_errors=False,
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    client.execute(stderr=subprocess.DEVNULL)  # the kernel process's own log, not cell output
+    nb.metadata.pop("widgets", None)  # widget state: large, and different on every run
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)  # timestamps of an earlier run
+        if cell.cell_type == "code":
+            # A widget's view names a random model id and cannot show without the state
+            # dropped above: the learner sees the live widget when running the cell.
+            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+    path.write_text(notebook_text(nb), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("execute", help="execute notebooks in place")
+    run.add_argument("paths", nargs="+", type=Path)
+    run.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    args = parser.parse_args(argv)
+    for path in args.paths:
+        execute(path, timeout=args.timeout)
+        print(f"executed {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
