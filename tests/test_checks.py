@@ -10,18 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglab import checks
-from raglab.checks import (
-    CHECKS,
-    CHUNK_CASES,
-    NOT_IMPLEMENTED,
-    SECTION_CASES,
-    CheckResult,
-    check_chunk,
-    check_split_sections,
-    reference_sections,
-    section_problem,
-    show,
-)
+from raglab.checks import CHECKS, CheckResult, check_chunk, check_split_sections, reference_sections
+from raglab.checks.chunking import CHUNK_CASES, SECTION_CASES, section_problem
+from raglab.checks.core import NOT_IMPLEMENTED, show
 from raglab.chunking import chunk as reference_chunk
 
 

@@ -1,239 +1,22 @@
-"""Learner-facing checks: one per exercise, with a short, friendly verdict.
-
-Each `check_xxx(fn)` runs the learner's function through the contract's cases, then
-through seeded random inputs compared with the reference in the package, and prints
-one verdict:
-
-    ✅ chunk: all 14 cases and 200 random texts pass
-
-or the first case that failed, with its input, what was expected and what came back:
-
-    ❌ chunk: case 'overlap'
-       input:    chunk('abcdefghijk', size=4, overlap=1)
-       expected: ['abcd', 'defg', 'ghij', 'jk']
-       got:      ['abcd', 'efgh', 'ijk']
-
-A stub that still raises `NotImplementedError` gets "not implemented yet"; any other
-exception is shown as one line (type and message), never a traceback. An endless loop
-is stopped after a budget of executed lines. Checks can be rerun freely: they have no
-state. `CHECKS` maps each exercise id to its check; the grader uses it.
-"""
+"""Checks for notebook 04: the seed's character chunker and markdown sections."""
 
 from __future__ import annotations
 
 import random
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from itertools import zip_longest
 from typing import Any
 
-PASS, FAIL = "✅", "❌"
-NOT_IMPLEMENTED = "not implemented yet — write your solution in the cell above"
-NOT_IMPLEMENTED_CASE = "not implemented"
-
-# Lines of Python a single call may execute before it is called endless. The reference
-# needs a few thousand on the largest random input; a learner's slower but correct
-# loop has plenty of room, and an endless one is stopped in well under a second.
-STEP_BUDGET = 200_000
-
-RANDOM_CASES = 200  # random inputs compared with the reference, per check
-SEED = 2024  # the same random inputs on every run, so a failure can be reproduced
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """The outcome of one check. `case` names the first failing case (None if passed)."""
-
-    name: str
-    passed: bool
-    case: str | None = None
-    message: str = field(default="", repr=False)
-
-    def _ipython_display_(self) -> None:
-        """Show nothing as a cell's value: the check has already printed its verdict."""
-
-
-@dataclass(frozen=True, slots=True)
-class Case:
-    """One input and the expected result, or the exception type it must raise."""
-
-    name: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    expected: Any = None
-
-
-# --- running a learner's function safely ----------------------------------------------
-
-
-class _Endless(BaseException):
-    # A BaseException, so a learner's `except Exception:` inside the loop cannot swallow it.
-    pass
-
-
-@contextmanager
-def _step_budget(limit: int) -> Iterator[None]:
-    """Stop the code run inside this block after `limit` executed lines (an endless loop).
-
-    Works in any thread and on every platform, unlike an alarm signal. Raising from a
-    trace function raises inside the traced frame, and Python then removes the tracer.
-    """
-    steps = 0
-
-    def count(frame, event, arg):
-        nonlocal steps
-        if event == "line":
-            steps += 1
-            if steps > limit:
-                raise _Endless
-        return count
-
-    previous = sys.gettrace()
-    sys.settrace(count)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a call did: returned `value`, or raised (`error` is the exception)."""
-
-    value: Any = None
-    error: BaseException | None = None
-    endless: bool = False
-
-
-def call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Outcome:
-    try:
-        with _step_budget(STEP_BUDGET):
-            return Outcome(value=fn(*args, **kwargs))
-    except _Endless:
-        return Outcome(endless=True)
-    except Exception as error:  # the learner's code may raise anything; report it, never crash
-        return Outcome(error=error)
-
-
-# --- showing values briefly -------------------------------------------------------------
-
-MAX_STR = 100  # longer strings are shown by their first SHOWN_STR characters and length
-SHOWN_STR = 40
-MAX_ITEMS = 8  # longer lists are shown by their first items and length
-
-
-def show(value: Any) -> str:
-    """A short repr: long strings and lists are cut, with their length.
-
-    >>> show("0123456789" * 20)
-    "'0123456789012345678901234567890123456789…' (200 chars)"
-    >>> show(list(range(10)))
-    '[0, 1, 2, 3, 4, 5, 6, 7, … (10 items)]'
-    """
-    if isinstance(value, str):
-        if len(value) <= MAX_STR:
-            return repr(value)
-        start = repr(value[:SHOWN_STR])
-        return f"{start[:-1]}…{start[-1]} ({len(value)} chars)"
-    if isinstance(value, (list, tuple)):
-        items = [show(v) for v in value[:MAX_ITEMS]]
-        if len(value) > MAX_ITEMS:
-            items.append(f"… ({len(value)} items)")
-        if isinstance(value, tuple):
-            return "(" + ", ".join(items) + ("," if len(value) == 1 else "") + ")"
-        return "[" + ", ".join(items) + "]"
-    return repr(value)
-
-
-def show_call(name: str, args: tuple, kwargs: dict) -> str:
-    """`chunk('abc', size=2, overlap=0)`"""
-    parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in kwargs.items()]
-    return f"{name}({', '.join(parts)})"
-
-
-def show_outcome(outcome: Outcome) -> str:
-    if outcome.endless:
-        return f"did not finish (over {STEP_BUDGET:,} lines run) — does every loop move forward?"
-    if outcome.error is not None:
-        return f"raised {one_line(outcome.error)}"
-    return show(outcome.value)
-
-
-def one_line(error: BaseException) -> str:
-    message = str(error).strip().split("\n")[0]
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-# --- a verdict ----------------------------------------------------------------------------
-
-
-def _verdict(name: str, case: str | None, lines: list[str]) -> CheckResult:
-    """Print the verdict and return it as a CheckResult."""
-    if case is None:
-        message = f"{PASS} {name}: {lines[0]}"
-        result = CheckResult(name, True, None, message)
-    else:
-        header = f"{FAIL} {name}: case {case!r}" if lines else f"{FAIL} {name}: {NOT_IMPLEMENTED}"
-        message = "\n".join([header] + [f"   {line}" for line in lines])
-        result = CheckResult(name, False, case, message)
-    print(result.message)
-    return result
-
-
-# A judge compares a returned value with the case: None when right, else why not.
-Judge = Callable[[Case, Outcome], "str | None"]
-
-
-def _expects_error(case: Case) -> bool:
-    return isinstance(case.expected, type) and issubclass(case.expected, Exception)
-
-
-def _problem(case: Case, outcome: Outcome, judge: Judge) -> str | None:
-    """None when `outcome` is right for `case`, else why not ("" when the values say it all)."""
-    if _expects_error(case):
-        return None if isinstance(outcome.error, case.expected) else ""
-    if outcome.error is not None or outcome.endless:
-        return ""
-    return judge(case, outcome)
-
-
-def _failure(fn_name: str, case: Case, outcome: Outcome, why: str) -> list[str]:
-    expected = case.expected.__name__ if _expects_error(case) else show(case.expected)
-    lines = [
-        f"input:    {show_call(fn_name, case.args, case.kwargs)}",
-        f"expected: {expected}",
-        f"got:      {show_outcome(outcome)}",
-    ]
-    if why:
-        lines.append(f"why:      {why}")
-    return lines
-
-
-def _run_cases(
-    name: str, fn_name: str, fn: Callable, cases: list[Case], judge: Judge, summary: str
-) -> CheckResult:
-    """Run every case in order and report the first one that fails."""
-    if not callable(fn):
-        return _verdict(name, "callable", [f"expected a function, got {show(fn)}"])
-    for case in cases:
-        outcome = call(fn, case.args, case.kwargs)
-        if isinstance(outcome.error, NotImplementedError):
-            return _verdict(name, NOT_IMPLEMENTED_CASE, [])
-        why = _problem(case, outcome, judge)
-        if why is not None:
-            return _verdict(name, case.name, _failure(fn_name, case, outcome, why))
-    return _verdict(name, None, [summary])
-
-
-def _equal(case: Case, outcome: Outcome) -> str | None:
-    if outcome.value == case.expected:
-        return None
-    if type(outcome.value) is not type(case.expected):
-        return f"expected a {type(case.expected).__name__}, got a {type(outcome.value).__name__}"
-    return ""  # wrong value: expected and got say it all
-
+from raglab.checks.core import (
+    RANDOM_CASES,
+    SEED,
+    Case,
+    CheckResult,
+    Outcome,
+    equal,
+    run_cases,
+    show,
+)
 
 # --- exercise 1: the seed's character chunker ----------------------------------------------
 
@@ -288,7 +71,7 @@ def check_chunk(fn: Callable[..., list[str]]) -> CheckResult:
     """Check a learner's `chunk(text, size=800, overlap=100) -> list[str]`."""
     random_cases = random_chunk_cases()
     summary = f"all {len(CHUNK_CASES)} cases and {len(random_cases)} random texts pass"
-    return _run_cases("chunk", "chunk", fn, CHUNK_CASES + random_cases, _equal, summary)
+    return run_cases("chunk", "chunk", fn, CHUNK_CASES + random_cases, equal, summary)
 
 
 # --- exercise 2: sections with their heading path and offsets ------------------------------
@@ -425,7 +208,7 @@ def check_split_sections(fn: Callable[[str], list[tuple[str, int, int]]]) -> Che
     """Check a learner's `split_sections(text) -> [(heading path, start, end), ...]`."""
     random_cases = random_section_cases()
     summary = f"all {len(SECTION_CASES)} cases and {len(random_cases)} random texts pass"
-    return _run_cases(
+    return run_cases(
         "split_sections",
         "split_sections",
         fn,
@@ -438,7 +221,7 @@ def check_split_sections(fn: Callable[[str], list[tuple[str, int, int]]]) -> Che
 check_chunk_sections = check_split_sections  # the structure-aware exercise, by its topic
 
 
-# Exercise id -> check. The grader calls CHECKS[id](the learner's function).
+# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     "chunk": check_chunk,
     "split_sections": check_split_sections,

@@ -1,0 +1,32 @@
+"""Learner-facing checks, one per exercise, with a short, friendly verdict.
+
+    from raglab import checks
+    checks.check_chunk(chunk)        # ✅ chunk: all 14 cases and 200 random texts pass
+
+Each notebook's checks live in their own module; `CHECKS` maps every exercise id to its
+check, and the grader (`raglab grade`) uses it to re-run the checks itself.
+"""
+
+from collections.abc import Callable
+
+from raglab.checks import chunking
+from raglab.checks.chunking import (
+    check_chunk,
+    check_chunk_sections,
+    check_split_sections,
+    reference_sections,
+)
+from raglab.checks.core import CheckResult
+
+CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
+    **chunking.CHECKS,
+}
+
+__all__ = [
+    "CHECKS",
+    "CheckResult",
+    "check_chunk",
+    "check_chunk_sections",
+    "check_split_sections",
+    "reference_sections",
+]
