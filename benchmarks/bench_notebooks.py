@@ -1,0 +1,44 @@
+"""How long the whole workbook takes to execute, top to bottom, in fresh kernels.
+
+The target: every notebook in notebooks/ together in under 60 s on a 2-core machine.
+Each notebook runs as nbval runs it (its own kernel, cwd = notebooks/); the kernel
+start-up is included, since a learner pays it too.
+
+    .venv/bin/python benchmarks/bench_notebooks.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from _util import print_table
+
+from raglab.grading import kernel_manager
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def execute(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, km=kernel_manager(), timeout=300, record_timing=False,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    start = time.perf_counter()
+    client.execute(stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    times = {path.name: execute(path) for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))}
+    total = sum(times.values())
+    rows = [(name, f"{seconds:.1f} s") for name, seconds in times.items()]
+    rows.append(("all notebooks", f"{total:.1f} s ({total / 60:.0%} of the 60 s budget)"))
+    print_table(["notebook", "execution time"], rows)
+
+
+if __name__ == "__main__":
+    main()
