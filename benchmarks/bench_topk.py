@@ -1,0 +1,127 @@
+"""How close is `top_k` to the memory-bandwidth bound?
+
+One query at a time over 200,000 x 384 float32 unit rows (307 MB, far larger than any
+cache), top 10. A search has to read the whole matrix once, so the bound is the time to
+read it once, measured in the same run. Several ways to read it are timed and the
+FASTEST is taken as the bound, since each of them is an honest lower limit only if
+nothing reads faster:
+
+- `M.sum()`: numpy's pairwise summation; simple, but does more than read (not the bound here).
+- `M @ ones`: BLAS gemv, the same kernel `top_k` screens with, with the BLAS threads
+  available (more than one core can pull from memory at once).
+- `einsum("ij,j->i", M, ones)`: numpy's own single-threaded loop.
+- `dot(M.ravel(), ones)`: one long BLAS dot product.
+
+Rows of the table: raglab's paths and the plain `M @ q` + argpartition for comparison.
+Both the default BLAS thread count and a single BLAS thread are measured (threadpoolctl,
+which comes with scikit-learn). Target: UnitMatrix.top_k at >= 0.9 of the bound.
+Run: .venv/bin/python benchmarks/bench_topk.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _util import print_table
+
+from raglab.vectors import UnitMatrix, select_top_k, top_k
+
+N, DIM, K = 200_000, 384, 10
+ROUNDS = 25
+SEED = 0
+
+
+def median_ms(fn: Callable[[int], object], rounds: int = ROUNDS) -> float:
+    """Median time of fn(i) for i in range(rounds), in milliseconds."""
+    times = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        fn(i)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def naive(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
+    """The usual one-liner: scores by BLAS, argpartition, sort the k (no exact tie rule)."""
+    scores = matrix @ q
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.argsort(-scores[top])]
+
+
+def measure(
+    unit: UnitMatrix, plain: np.ndarray, queries: np.ndarray
+) -> tuple[float, str, list[list[str]]]:
+    rows = unit.rows
+    ones = np.ones(DIM, dtype=np.float32)
+    flat, flat_ones = rows.ravel(), np.ones(rows.size, dtype=np.float32)
+    readers = {
+        "M.sum()": lambda i: rows.sum(),
+        "M @ ones (BLAS gemv)": lambda i: rows @ ones,
+        "einsum(M, ones)": lambda i: np.einsum("ij,j->i", rows, ones),
+        "dot(M.ravel(), ones)": lambda i: np.dot(flat, flat_ones),
+    }
+    reads = {name: median_ms(fn) for name, fn in readers.items()}
+    bound_name = min(reads, key=reads.get)
+    bound = reads[bound_name]
+    searches = {
+        "UnitMatrix.top_k": lambda i: unit.top_k(queries[i], K),
+        "top_k(q, rows, k, normalised=True)": lambda i: top_k(queries[i], rows, K, normalised=True),
+        "top_k(q, plain array, k)": lambda i: top_k(queries[i], plain, K),
+        "plain M @ q + argpartition": lambda i: naive(rows, queries[i], K),
+        "einsum scores + select_top_k": lambda i: select_top_k(unit.scores(queries[i]), K),
+    }
+    table = [[f"read once: {name}", f"{ms:.2f}", f"{bound / ms:.2f}"] for name, ms in reads.items()]
+    for name, fn in searches.items():
+        ms = median_ms(fn)
+        table.append([name, f"{ms:.2f}", f"{bound / ms:.2f}"])
+    return bound, bound_name, table
+
+
+def main() -> None:
+    rng = np.random.default_rng(SEED)
+    plain = rng.standard_normal((N, DIM), dtype=np.float32)
+    unit = UnitMatrix(plain)
+    queries = rng.standard_normal((ROUNDS, DIM), dtype=np.float32)
+    for q in queries[:5]:  # the fast path agrees with the exact reference
+        expected = select_top_k(unit.scores(q), K)
+        got = unit.top_k(q, K)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:
+        settings = [("default BLAS threads", contextlib.nullcontext)]
+    else:
+        default = max(
+            (p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=1
+        )
+        settings = [
+            (f"BLAS threads: {default} (default)", contextlib.nullcontext),
+            ("BLAS threads: 1", lambda: threadpool_limits(limits=1, user_api="blas")),
+        ]
+    print(
+        f"{N} x {DIM} float32 unit rows ({N * DIM * 4 / 1e6:.0f} MB), k={K}, "
+        f"median of {ROUNDS} queries"
+    )
+    for label, context in settings:
+        with context():
+            bound, bound_name, table = measure(unit, plain, queries)
+        print(
+            f"\n{label}; bound = fastest read = {bound_name}: {bound:.2f} ms "
+            f"({N * DIM * 4 / 1e6 / bound:.0f} GB/s)"
+        )
+        print_table(
+            ["operation", "ms", "fraction of bound (target >= 0.9 for UnitMatrix.top_k)"], table
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""Tests for raglab.vectors: normalise, cosine, top_k, UnitMatrix and the tie rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from raglab.vectors import UnitMatrix, cosine, normalise, select_top_k, top_k
+
+# ---------------------------------------------------------------------------
+# normalise
+# ---------------------------------------------------------------------------
+
+
+def test_normalise_rows_to_unit_length_as_float32():
+    out = normalise([[3.0, 4.0], [0.0, 5.0]])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 1.0]], rtol=1e-6)
+
+
+def test_normalise_keeps_zero_rows_zero():
+    out = normalise([[0.0, 0.0], [1.0, 1.0]])
+    assert np.all(np.isfinite(out))
+    np.testing.assert_array_equal(out[0], [0.0, 0.0])
+
+
+def test_normalise_a_single_vector():
+    out = normalise(np.array([0.0, -2.0]))
+    assert out.shape == (2,)
+    np.testing.assert_array_equal(out, [0.0, -1.0])
+
+
+def test_normalise_leaves_the_input_untouched():
+    vectors = np.array([[3.0, 4.0]], dtype=np.float32)
+    normalise(vectors)
+    np.testing.assert_array_equal(vectors, [[3.0, 4.0]])
+
+
+def test_normalise_refuses_3d_arrays():
+    with pytest.raises(
+        ValueError, match=r"vectors must be 1-D or 2-D \(got an array of shape \(1, 1, 2\)\)"
+    ):
+        normalise(np.zeros((1, 1, 2)))
+
+
+# ---------------------------------------------------------------------------
+# cosine
+# ---------------------------------------------------------------------------
+
+
+def test_cosine_hand_worked():
+    assert cosine([1, 0], [0, 1]) == 0.0
+    assert cosine([1, 2], [2, 4]) == pytest.approx(1.0)
+    assert cosine([1, 0], [-3, 0]) == pytest.approx(-1.0)
+    assert cosine([1, 1], [1, 0]) == pytest.approx(1 / math.sqrt(2))
+
+
+def test_cosine_is_a_python_float_within_minus_one_and_one():
+    value = cosine(np.array([0.1, 0.2, 0.3], dtype=np.float32), [0.1, 0.2, 0.3])
+    assert type(value) is float
+    assert -1.0 <= value <= 1.0
+
+
+def test_cosine_with_a_zero_vector_is_zero():
+    assert cosine([0, 0], [1, 2]) == 0.0
+    assert cosine([1, 2], [0, 0]) == 0.0
+    assert cosine([0, 0], [0, 0]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "message"),
+    [
+        ([], [], r"non-empty vectors \(got lengths 0 and 0\)"),
+        ([1.0], [], r"non-empty vectors \(got lengths 1 and 0\)"),
+        ([1.0, 2.0], [1.0, 2.0, 3.0], r"equal length \(got lengths 2 and 3\)"),
+        ([[1.0, 2.0]], [1.0, 2.0], r"two 1-D vectors \(got shapes \(1, 2\) and \(2,\)\)"),
+    ],
+)
+def test_cosine_refuses_bad_vectors(a, b, message):
+    with pytest.raises(ValueError, match=message):
+        cosine(a, b)
+
+
+# ---------------------------------------------------------------------------
+# top_k: contract
+# ---------------------------------------------------------------------------
+
+
+def test_top_k_hand_worked():
+    vectors = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    indices, scores = top_k([1.0, 0.0], vectors, 2)
+    assert indices.tolist() == [0, 2]
+    assert indices.dtype == np.int64
+    np.testing.assert_allclose(scores, [1.0, 1 / math.sqrt(2)], rtol=1e-6)
+
+
+def test_top_k_is_cosine_so_length_does_not_matter():
+    indices, scores = top_k([1.0, 0.0], [[0.5, 0.5], [100.0, 1.0], [0.1, 0.0]], 3)
+    assert indices.tolist() == [2, 1, 0]
+    assert scores[0] == pytest.approx(1.0)
+
+
+def test_ties_go_to_the_lower_index():
+    vectors = [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]]
+    indices, scores = top_k([1.0, 0.0], vectors, 2)
+    assert indices.tolist() == [1, 3]
+    assert scores.tolist() == [1.0, 1.0]
+    indices, _ = top_k([1.0, 0.0], vectors, 4)
+    assert indices.tolist() == [1, 3, 4, 0]
+
+
+def test_k_larger_than_n_returns_everything_ranked():
+    indices, scores = top_k([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0]], 10)
+    assert indices.tolist() == [1, 0]
+    assert scores.shape == (2,)
+
+
+def test_no_vectors_give_empty_results():
+    indices, scores = top_k([1.0, 0.0], np.zeros((0, 2), dtype=np.float32), 3)
+    assert indices.shape == (0,) and scores.shape == (0,)
+
+
+@pytest.mark.parametrize("k", [0, -1])
+def test_k_must_be_positive(k):
+    with pytest.raises(ValueError, match=rf"k must be >= 1 \(got k={k}\)"):
+        top_k([1.0], [[1.0]], k)
+
+
+def test_k_must_be_an_integer():
+    with pytest.raises(TypeError):
+        top_k([1.0], [[1.0]], 1.5)
+
+
+def test_query_of_the_wrong_length_is_refused():
+    with pytest.raises(
+        ValueError, match=r"query must be a 1-D vector of length 3 \(got shape \(2,\)\)"
+    ):
+        top_k([1.0, 0.0], np.ones((4, 3)), 1)
+
+
+def test_non_finite_query_is_refused():
+    with pytest.raises(ValueError, match="query must be finite"):
+        top_k([np.nan, 0.0], np.ones((4, 2)), 1)
+
+
+def test_zero_query_scores_zero_everywhere_and_keeps_index_order():
+    indices, scores = top_k([0.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], 2)
+    assert indices.tolist() == [0, 1]
+    assert scores.tolist() == [0.0, 0.0]
+
+
+def test_zero_rows_score_zero():
+    indices, scores = top_k([1.0, 0.0], [[0.0, 0.0], [-1.0, 0.0]], 2)
+    assert indices.tolist() == [0, 1]
+    assert scores.tolist() == [0.0, -1.0]
+
+
+# ---------------------------------------------------------------------------
+# Fast paths: UnitMatrix and normalised=True
+# ---------------------------------------------------------------------------
+
+
+def test_unit_matrix_stores_unit_rows_once_read_only():
+    m = UnitMatrix(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert m.rows.dtype == np.float32 and m.rows.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(m.rows, axis=1), [1.0, 0.0], rtol=1e-6)
+    assert (len(m), m.dim) == (2, 2)
+    with pytest.raises(ValueError):
+        m.rows[0, 0] = 1.0
+
+
+def test_unit_matrix_refuses_bad_rows():
+    with pytest.raises(ValueError, match=r"2-D array of rows \(got shape \(3,\)\)"):
+        UnitMatrix(np.ones(3))
+    with pytest.raises(ValueError, match="must be finite"):
+        UnitMatrix(np.array([[1.0, np.inf]]))
+
+
+def test_all_paths_agree():
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 16)) * rng.uniform(0.1, 10.0, size=(300, 1))
+    query = rng.normal(size=16)
+    unit = UnitMatrix(vectors)
+    plain = top_k(query, vectors, 12)
+    fast = top_k(query, unit, 12)
+    promised = top_k(query, unit.rows, 12, normalised=True)
+    assert plain[0].tolist() == fast[0].tolist() == promised[0].tolist()
+    np.testing.assert_allclose(plain[1], fast[1], atol=1e-6)
+    np.testing.assert_array_equal(fast[1], promised[1])
+    np.testing.assert_array_equal(unit.scores(query)[fast[0]], fast[1])
+
+
+@pytest.mark.parametrize("n", [7, 1003, 4099])
+def test_identical_rows_tie_exactly_wherever_they_sit(n):
+    # Matrix-vector products in BLAS work on blocks of rows (and split them over threads),
+    # so identical rows can differ in the last bit; top_k must score them identically.
+    rng = np.random.default_rng(n)
+    row = rng.normal(size=384).astype(np.float32)
+    vectors = np.tile(row, (n, 1))
+    query = rng.normal(size=384)
+    for path in (vectors, UnitMatrix(vectors)):
+        indices, scores = top_k(query, path, 5)
+        assert indices.tolist() == [0, 1, 2, 3, 4]
+        assert len(set(scores.tolist())) == 1
+    assert len(np.unique(UnitMatrix(vectors).scores(query))) == 1
+
+
+# ---------------------------------------------------------------------------
+# Against slow, obviously correct references
+# ---------------------------------------------------------------------------
+
+
+def reference_select(scores: np.ndarray, k: int) -> list[int]:
+    """Sort every index by (-score, index) and keep the first k."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    # Few distinct values, so ties are everywhere, including at the k-th place.
+    scores=hnp.arrays(
+        np.float32, st.integers(0, 60), elements=st.sampled_from([-1.0, 0.0, 0.25, 0.5, 1.0])
+    ),
+    k=st.integers(1, 70),
+)
+def test_select_top_k_matches_a_full_sort(scores, k):
+    indices, top = select_top_k(scores, k)
+    expected = reference_select(scores, k)
+    assert indices.tolist() == expected
+    np.testing.assert_array_equal(top, scores[expected])
+
+
+finite = st.floats(-4, 4, allow_nan=False, width=32)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.integers(1, 8).flatmap(
+        lambda dim: st.tuples(
+            hnp.arrays(np.float32, (dim,), elements=finite),
+            hnp.arrays(np.float32, st.tuples(st.integers(0, 40), st.just(dim)), elements=finite),
+        )
+    ),
+    k=st.integers(1, 50),
+)
+def test_top_k_matches_a_slow_cosine_reference(data, k):
+    query, vectors = data
+    reference = np.array([cosine(query, row) for row in vectors])  # float64, one by one
+    for path in (vectors, UnitMatrix(vectors)):
+        indices, scores = top_k(query, path, k)
+        assert len(indices) == min(k, len(vectors))
+        assert len(set(indices.tolist())) == len(indices)
+        # Scores are the cosines (to float32 rounding) and come best first, ties by index.
+        np.testing.assert_allclose(scores, reference[indices], atol=1e-5)
+        assert all(
+            (a > b) or (a == b and i < j)
+            for (i, a), (j, b) in zip(zip(indices, scores), zip(indices[1:], scores[1:]))
+        )
+        # The chosen set is the best one, up to float32 rounding at the boundary.
+        best = np.sort(reference)[::-1][: len(indices)]
+        np.testing.assert_allclose(np.sort(reference[indices])[::-1], best, atol=1e-5)
+
+
+def test_planted_duplicates_among_many_rows_tie_exactly():
+    # The fast screen (BLAS) plus exact rescoring near the k-th score must return the
+    # copies in index order with identical scores, wherever they sit.
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(5001, 384)).astype(np.float32)
+    positions = [3, 998, 999, 2500, 5000]
+    vectors[positions] = vectors[17]
+    for path in (vectors, UnitMatrix(vectors)):
+        indices, scores = top_k(vectors[17], path, 6)
+        assert indices.tolist() == [3, 17, 998, 999, 2500, 5000]
+        assert len(set(scores.tolist())) == 1
+
+
+@pytest.mark.parametrize("n", [10, 257, 3001])
+def test_fast_path_equals_the_exact_reference_bit_for_bit(n):
+    rng = np.random.default_rng(n)
+    vectors = rng.normal(size=(n, 64)) * rng.uniform(0.5, 2.0, size=(n, 1))
+    vectors[::7] = vectors[0]  # plenty of exact ties
+    unit = UnitMatrix(vectors)
+    for query in (rng.normal(size=64), vectors[0], vectors[5]):
+        expected = select_top_k(unit.scores(query), 9)
+        got = top_k(query, unit, 9)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+
+
+def test_results_do_not_depend_on_the_blas_thread_count():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    rng = np.random.default_rng(5)
+    vectors = np.repeat(rng.normal(size=(50, 96)).astype(np.float32), 40, axis=0)
+    rng.shuffle(vectors)
+    unit = UnitMatrix(vectors)
+    query = vectors[0]
+    results = []
+    for threads in (1, 2):
+        with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
+            results.append(top_k(query, unit, 25))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
