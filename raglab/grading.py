@@ -87,8 +87,9 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
                 False,
                 f"`{function}` is not defined — did its cell run without an error?",
             )
-        elif getattr(fn, "__module__", None) != "__main__":
+        elif callable(fn) and getattr(fn, "__module__", None) != "__main__":
             # The reference imported under the exercise's name is not the learner's work.
+            # (An answer exercise's value — a dict, a set — has no module to ask.)
             passed, message = (
                 False,
                 f"`{function}` is not defined in the notebook (it comes from {fn.__module__})",

@@ -277,7 +277,8 @@ def test_check_result_is_frozen_with_a_short_repr():
 
 
 def test_registry_names_every_exercise():
-    assert CHECKS == {"chunk": check_chunk, "split_sections": check_split_sections}
+    assert CHECKS["chunk"] is check_chunk
+    assert CHECKS["split_sections"] is check_split_sections
     assert checks.check_chunk_sections is check_split_sections
 
 
@@ -285,3 +286,14 @@ def test_show_cuts_long_values():
     assert show("ab") == "'ab'"
     assert show(["x" * 200]) == "['" + "x" * 40 + "…' (200 chars)]"
     assert show(("a",)) == "('a',)"
+
+
+def test_exercise_ids_are_unique_across_the_workbook():
+    # CHECKS merges every notebook's registry; a repeated id would silently replace a check.
+    import importlib
+    import pkgutil
+
+    names = [m.name for m in pkgutil.iter_modules(checks.__path__) if m.name != "core"]
+    registries = [importlib.import_module(f"raglab.checks.{name}").CHECKS for name in names]
+    assert len(names) >= 2
+    assert sum(len(registry) for registry in registries) == len(CHECKS)
