@@ -52,7 +52,25 @@ def execute(path: Path, *, timeout: int = 300) -> None:
             # A widget's view names a random model id and cannot show without the state
             # dropped above: the learner sees the live widget when running the cell.
             cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+            cell.outputs = merged_streams(cell.outputs)
     path.write_text(notebook_text(nb), encoding="utf-8")
+
+
+def merged_streams(outputs: list) -> list:
+    """Consecutive prints to the same stream as one output.
+
+    The kernel flushes stdout on a timer, so the same prints can arrive as one output or
+    several depending on speed; merging them makes the written bytes the same every run.
+    """
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] += output["text"]
+        else:
+            merged.append(output)
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
