@@ -338,10 +338,30 @@ def _checked_query(query: np.ndarray, dim: int | None) -> np.ndarray:
     return q
 
 
+class _SnapshotReads:
+    """Reading, shared by both stores: each keeps a `_Snapshot` of its chunks and vectors."""
+
+    _dim: int | None
+
+    def _current(self) -> _Snapshot:
+        raise NotImplementedError  # each store builds its snapshot its own way
+
+    def chunks(self, principal: Principal | None = None) -> list[Chunk]:
+        snapshot = self._current()
+        if principal is None:
+            return list(snapshot.chunks)
+        return [snapshot.chunks[row] for row in snapshot.access.eligible_rows(principal)]
+
+    def search(
+        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
+        return _search(self._current(), self._dim, query, principal, k, min_score)
+
+
 # ---------------------------------------------------------------------------- memory
 
 
-class MemoryStore:
+class MemoryStore(_SnapshotReads):
     """A store in a Python dict: nothing persists, everything is quick to inspect.
 
     `dim` may be left out: the first vectors added (or the first `sync`) set it.
@@ -388,17 +408,6 @@ class MemoryStore:
 
     def documents(self) -> dict[str, DocRecord]:
         return {doc_id: self._docs[doc_id].record for doc_id in sorted(self._docs)}
-
-    def chunks(self, principal: Principal | None = None) -> list[Chunk]:
-        snapshot = self._current()
-        if principal is None:
-            return list(snapshot.chunks)
-        return [snapshot.chunks[row] for row in snapshot.access.eligible_rows(principal)]
-
-    def search(
-        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
-    ) -> list[Hit]:
-        return _search(self._current(), self._dim, query, principal, k, min_score)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -463,7 +472,7 @@ _CHUNK_COLUMNS = (
 )
 
 
-class SQLiteStore:
+class SQLiteStore(_SnapshotReads):
     """A store in one SQLite file: documents, chunks, float32 vectors and the index settings.
 
     Make one with `SQLiteStore.create(path)`, reopen it with `SQLiteStore.open(path)`.
@@ -563,18 +572,6 @@ class SQLiteStore:
             doc_id: DocRecord(doc_id, version, hash_, tenant, tuple(json.loads(groups)), title)
             for doc_id, version, hash_, tenant, groups, title in rows
         }
-
-    def chunks(self, principal: Principal | None = None) -> list[Chunk]:
-        snapshot = self._current()
-        if principal is None:
-            return list(snapshot.chunks)
-        return [snapshot.chunks[row] for row in snapshot.access.eligible_rows(principal)]
-
-    def search(
-        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
-    ) -> list[Hit]:
-        snapshot = self._current()
-        return _search(snapshot, self._dim, query, principal, k, min_score)
 
     # -- writing
 
