@@ -151,6 +151,18 @@ def _sections(text: str) -> Iterator[tuple[int, int, str]]:
     yield start, len(text), heading
 
 
+def split_sections(text: str) -> list[tuple[str, int, int]]:
+    """Markdown sections in order: `(heading path, start, end)`, empty ones left out.
+
+    The first step of the structure-aware chunker, and the reference for notebook 04's
+    exercise. Together the sections cover the text: joined, they give it back.
+
+    >>> split_sections("# Leave\\nTen days.\\n## Carry-over\\nFive days.\\n")
+    [('Leave', 0, 18), ('Leave > Carry-over', 18, 43)]
+    """
+    return [(heading, start, end) for start, end, heading in _sections(text) if start < end]
+
+
 def _trim(text: str, start: int, end: int) -> Span | None:
     """Shrink `[start, end)` to exclude surrounding whitespace; None when nothing is left."""
     piece = text[start:end]

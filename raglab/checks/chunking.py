@@ -17,6 +17,7 @@ from raglab.checks.core import (
     run_cases,
     show,
 )
+from raglab.chunking import split_sections as reference_sections  # the engine's own splitter
 
 # --- exercise 1: the seed's character chunker ----------------------------------------------
 
@@ -140,13 +141,6 @@ def _random_markdown(rng: random.Random) -> str:
         else:
             lines.append("#" + words.replace(" ", ""))
     return "\n".join(lines) + rng.choice(("", "\n"))
-
-
-def reference_sections(text: str) -> list[tuple[str, int, int]]:
-    """The reference answer, from the engine's own section splitter in raglab.chunking."""
-    from raglab.chunking import _sections
-
-    return [(heading, start, end) for start, end, heading in _sections(text) if start < end]
 
 
 def random_section_cases(n: int = RANDOM_CASES, seed: int = SEED) -> list[Case]:
