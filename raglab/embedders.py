@@ -71,7 +71,7 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class FittableEmbedder(Embedder, Protocol):
-    """An embedder that must learn from a corpus before it can embed (e.g. LSA).
+    """An embedder that learns its space from a corpus (e.g. LSA).
 
     `fit(texts)` never changes the embedder it is called on: it returns a NEW, fitted
     embedder. Fitting is deterministic — the same texts in the same order give the
@@ -87,10 +87,6 @@ class FittableEmbedder(Embedder, Protocol):
     def fit(self, texts: Sequence[str]) -> Embedder:
         """A new embedder fitted on `texts`."""
         ...
-
-
-class NotFittedError(RuntimeError):
-    """`embed` was called on an embedder that has not been fitted yet."""
 
 
 # --------------------------------------------------------------------- shared helpers
@@ -358,7 +354,10 @@ class LSAEmbedder:
     directions. Terms that co-occur in the corpus share directions, so a query can
     match a passage it shares few words with — if the corpus links those words.
 
-    Must be fitted first: `LSAEmbedder().fit(corpus)` returns a new, fitted embedder.
+    Fit it first: `LSAEmbedder().fit(corpus)` returns a new, fitted embedder, whose
+    vectors for a corpus and for later queries live in one space. An unfitted one asked
+    to embed a batch learns its space from that batch alone (`fit(texts).embed(texts)`):
+    the vectors compare with each other, but not with those of another call.
 
     Width: `.dim` is always the width `embed` returns. A small corpus supports fewer
     than `dim` directions (at most one per text, and at most one per distinct term);
@@ -428,10 +427,9 @@ class LSAEmbedder:
         return LSAEmbedder(dim=self.dim, seed=self.seed, model=model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if self.model is None:
-            raise NotFittedError("this LSAEmbedder is not fitted yet: call `lsa = lsa.fit(texts)` "
-                                 "first and embed with the embedder it returns")
         texts = _check_texts(texts)
+        if self.model is None:
+            return self.fit(texts).embed(texts) if texts else np.zeros((0, self.dim), np.float32)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if texts:
             projected = self.model.svd.transform(self.model.vectorizer.transform(texts))
@@ -481,7 +479,8 @@ def available_embedders() -> list[str]:
 def embedder(name: str, **options: Any) -> Embedder:
     """A new embedder by registry name; `options` go to its constructor.
 
-    An "lsa" embedder comes back unfitted: call `.fit(texts)` on it.
+    An "lsa" embedder comes back unfitted: `.fit(corpus)` gives one whose corpus and
+    query vectors share a space (an index does this for you).
 
     >>> embedder("hashing", dim=32).version
     'hash-v1:dim=32:char=3-5:bigrams=1:stop=en'

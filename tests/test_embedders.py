@@ -22,7 +22,6 @@ from raglab.embedders import (
     FittableEmbedder,
     HashingEmbedder,
     LSAEmbedder,
-    NotFittedError,
     available_embedders,
     content_words,
     embedder,
@@ -253,10 +252,13 @@ def test_hashing_ignores_case_and_punctuation() -> None:
 # ----------------------------------------------------------------------------- LSA
 
 
-def test_unfitted_lsa_refuses_to_embed() -> None:
-    with pytest.raises(NotFittedError, match=r"not fitted yet: call .*\.fit\(texts\)"):
-        LSAEmbedder().embed(["refund"])
-    assert issubclass(NotFittedError, RuntimeError)
+def test_unfitted_lsa_embeds_a_batch_in_a_space_fitted_on_that_batch() -> None:
+    unfitted = LSAEmbedder(dim=8)
+    vectors = unfitted.embed(TEXTS)
+    np.testing.assert_array_equal(vectors, unfitted.fit(TEXTS).embed(TEXTS))
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    assert not unfitted.fitted  # the batch's model is not kept: the next call starts afresh
+    assert unfitted.embed([]).shape == (0, 8)
 
 
 def test_fit_returns_a_new_embedder_and_leaves_the_old_one_unfitted() -> None:
