@@ -213,9 +213,20 @@ def failure(fn_name: str, case: Case, outcome: Outcome, why: str) -> list[str]:
 
 
 def run_cases(
-    name: str, fn_name: str, fn: Callable, cases: list[Case], judge: Judge, summary: str
+    name: str,
+    fn_name: str,
+    fn: Callable,
+    cases: list[Case],
+    judge: Judge,
+    summary: str,
+    *,
+    explain: Callable[[Case, Outcome, str], list[str]] | None = None,
 ) -> CheckResult:
-    """Run every case in order and report the first one that fails."""
+    """Run every case in order and report the first one that fails.
+
+    `explain(case, outcome, why)` gives the failure's lines when the standard
+    input / expected / got lines would not read well (e.g. a large record as input).
+    """
     if not callable(fn):
         return verdict(name, "callable", [f"expected a function, got {show(fn)}"])
     for case in cases:
@@ -224,7 +235,8 @@ def run_cases(
             return verdict(name, NOT_IMPLEMENTED_CASE, [])
         why = problem(case, outcome, judge)
         if why is not None:
-            return verdict(name, case.name, failure(fn_name, case, outcome, why))
+            lines = explain(case, outcome, why) if explain else failure(fn_name, case, outcome, why)
+            return verdict(name, case.name, lines)
     return verdict(name, None, [summary])
 
 

@@ -18,7 +18,7 @@ from raglab.checks.core import (
     call,
     equal,
     expects_error,
-    problem,
+    run_cases,
     show,
     show_outcome,
     verdict,
@@ -216,17 +216,9 @@ def _failure(case: Case, outcome: Outcome, why: str) -> list[str]:
 def check_cited_doc_ids(fn: Callable[[Answer], list[str]]) -> CheckResult:
     """Check a learner's `cited_doc_ids(answer) -> list[str]`: the documents an answer
     cites, ordered by source number [n], each once."""
-    name = "cited_doc_ids"
-    if not callable(fn):
-        return verdict(name, "callable", [f"expected a function, got {show(fn)}"])
-    for case in CITED_CASES:
-        outcome = call(fn, case.args, case.kwargs)
-        if isinstance(outcome.error, NotImplementedError):
-            return verdict(name, NOT_IMPLEMENTED_CASE, [])
-        why = problem(case, outcome, equal)
-        if why is not None:
-            return verdict(name, case.name, _failure(case, outcome, why))
-    return verdict(name, None, [f"all {len(CITED_CASES)} cases pass"])
+    summary = f"all {len(CITED_CASES)} cases pass"
+    return run_cases("cited_doc_ids", "cited_doc_ids", fn, CITED_CASES, equal, summary,
+                     explain=_failure)
 
 
 # Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
