@@ -112,6 +112,11 @@ def test_check_cells_are_found_by_tag_or_by_call():
     assert not is_check_cell(nbformat.v4.new_markdown_cell("checks.check_chunk(chunk)"))
 
 
+def test_student_check_cell_drops_nbval_markers_only():
+    cell = nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nchecks.check_chunk(chunk)  # NBVAL_X stays\n")
+    assert student_cell(cell)["source"] == "checks.check_chunk(chunk)  # NBVAL_X stays\n"
+
+
 # --- the real notebook ----------------------------------------------------------------------
 
 
