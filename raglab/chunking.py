@@ -230,6 +230,7 @@ def _structure_cuts(text: str, size: int, overlap: int) -> Iterator[Cut]:
     def sentences(start: int, end: int) -> Iterator[Span]:
         return _pack(_split_at(_SENTENCE_END, text, start, end, keep=True), size, windows)
 
+    pending: Cut | None = None
     for s_start, s_end, heading in _sections(text):
         if s_end - s_start <= size:  # a short section is one chunk: no need to cut it
             paragraphs = [(s_start, s_end)]
@@ -238,9 +239,18 @@ def _structure_cuts(text: str, size: int, overlap: int) -> Iterator[Cut]:
         for start, end in _pack(paragraphs, size, sentences):
             piece = text[start:end]
             stripped = piece.strip()
-            if stripped:  # skip whitespace-only pieces
-                start += len(piece) - len(piece.lstrip())
-                yield start, start + len(stripped), stripped, heading
+            if not stripped:  # skip whitespace-only pieces
+                continue
+            start += len(piece) - len(piece.lstrip())
+            cut = (start, start + len(stripped), stripped, heading)
+            # Subtle: trimming the spaces off two overlapping windows (" a" and "aa") can
+            # make them start at the same character; the first then lies inside the
+            # second, which is kept alone.
+            if pending is not None and pending[0] != cut[0]:
+                yield pending
+            pending = cut
+    if pending is not None:
+        yield pending
 
 
 def _char_cuts(text: str, size: int, overlap: int) -> Iterator[Cut]:

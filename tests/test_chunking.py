@@ -330,3 +330,20 @@ def test_chunker_properties(text, window, kind):
     if kind == "structure":
         # Chunks come in document order.
         assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+
+
+def test_trimmed_windows_never_nest():
+    # " a" and "aa" (windows 1 and 2 of "a aa") both start at the second "a" once trimmed:
+    # the first would lie inside the second and repeat its text.
+    chunks = Chunker(kind="structure", size=2, overlap=1).split(Document("d.md", "a aa"))
+    assert [(c.start, c.end, c.text) for c in chunks] == [(0, 1, "a"), (2, 4, "aa")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab .\n#", max_size=80), st.integers(1, 30), st.data())
+def test_structure_chunks_start_strictly_in_order(text, size, data):
+    overlap = data.draw(st.integers(0, size - 1))
+    chunks = Chunker(kind="structure", size=size, overlap=overlap).split(Document("d.md", text))
+    starts = [c.start for c in chunks]
+    assert starts == sorted(set(starts))
+    assert [c.index for c in chunks] == list(range(len(chunks)))
