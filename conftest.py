@@ -10,6 +10,18 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+try:  # hypothesis is a test extra
+    from hypothesis import settings
+except ImportError:
+    pass
+else:
+    # The same examples on every run, so CI cannot fail by chance; search wider on purpose
+    # with `pytest --hypothesis-profile=explore` (new random examples, ten times as many).
+    settings.register_profile("default", derandomize=True)
+    settings.register_profile("explore", derandomize=False, max_examples=1000)
+    settings.load_profile("default")
+
+
 def _drop_stderr(outputs):
     return [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
 
