@@ -62,14 +62,16 @@ class Index:
         return cls(store, report.embedder, report, loaded.errors)
 
     @classmethod
-    def open(cls, path: str | Path) -> Index:
+    def open(cls, path: str | Path, *, embedder: str | Embedder | None = None) -> Index:
         """Open an index file written by `from_folder(..., path=...)` or `raglab index`.
 
-        The embedder is rebuilt from the name stored in the file and checked against the
+        The embedder is rebuilt from the name stored in the file — or give the one the
+        index was built with, when it had non-default settings — and checked against the
         stored id, dimension and version; a mismatch is refused, never silently compared.
         """
         store = SQLiteStore.open(path)
-        embedder = make_embedder(store.meta["embedder_name"])
+        embedder = store.meta["embedder_name"] if embedder is None else embedder
+        embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         if hasattr(embedder, "fit"):
             # A fitted embedder (LSA) is rebuilt by fitting on the stored chunks, in store
             # order; the version check below proves it is the same model.

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab import EmbedderMismatch, Index, LSAEmbedder, Principal, StoreError, ask
+from raglab import EmbedderMismatch, HashingEmbedder, Index, LSAEmbedder, Principal, StoreError, ask
 from raglab.generation import is_abstention
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
@@ -100,3 +100,14 @@ def test_a_corrupt_index_file_is_refused_clearly(tmp_path):
         Index.open(path)
     with pytest.raises(StoreError, match="missing.sqlite"):
         Index.open(tmp_path / "missing.sqlite")
+
+
+def test_an_index_with_embedder_settings_reopens_with_that_embedder(tmp_path):
+    folder = copy_corpus(tmp_path)
+    path = tmp_path / "small.sqlite"
+    Index.from_folder(folder, embedder=HashingEmbedder(dim=64), path=path)
+    with pytest.raises(EmbedderMismatch, match="64"):
+        Index.open(path)  # the registry's default hashing embedder has 384 dimensions
+    reopened = Index.open(path, embedder=HashingEmbedder(dim=64))
+    assert reopened.embedder.dim == 64
+    assert reopened.search("lost laptop", Principal("u", "acme"), k=1)
