@@ -165,7 +165,6 @@ def run_notebook(
     on; a cell running longer than `timeout` seconds is interrupted.
     """
     import nbformat
-    from nbclient import NotebookClient
 
     source = (
         "from raglab.grading import grade_in_kernel\ngrade_in_kernel("
@@ -173,11 +172,22 @@ def run_notebook(
         + ", globals())"
     )
     nb.cells.append(nbformat.v4.new_code_cell(source, id="raglab-grading"))
+    return execute(nb, cwd=cwd, timeout=timeout, allow_errors=True)
+
+
+def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
+    """Run every cell of `nb` (changed in place) in a fresh kernel of this Python, in `cwd`.
+
+    A cell running longer than `timeout` seconds is interrupted. With `allow_errors`, an
+    error is kept as the cell's output and the run goes on; without, it stops the run.
+    """
+    from nbclient import NotebookClient
+
     client = NotebookClient(
         nb,
         km=kernel_manager(),
         timeout=timeout,
-        allow_errors=True,
+        allow_errors=allow_errors,
         interrupt_on_timeout=True,
         record_timing=False,
         resources={"metadata": {"path": str(cwd)}},

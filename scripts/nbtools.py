@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,21 +29,12 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def execute(path: Path, *, timeout: int = 300) -> None:
     """Execute the notebook at `path` and write it back with its outputs."""
     import nbformat
-    from nbclient import NotebookClient
 
     from raglab.exercises import notebook_text
-    from raglab.grading import kernel_manager
+    from raglab.grading import execute as run_cells
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        km=kernel_manager(),
-        timeout=timeout,
-        allow_errors=False,
-        record_timing=False,
-        resources={"metadata": {"path": str(path.parent.resolve())}},
-    )
-    client.execute(stderr=subprocess.DEVNULL)  # the kernel process's own log, not cell output
+    run_cells(nb, cwd=path.parent.resolve(), timeout=timeout, allow_errors=False)
     nb.metadata.pop("widgets", None)  # widget state: large, and different on every run
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # timestamps of an earlier run
