@@ -93,7 +93,7 @@ class Retriever:
         bm25, chunks = self._bm25_for(principal)
         if not chunks:
             return []
-        rows, scores = bm25.search(question, min(k, len(chunks)))
+        rows, scores = bm25.search(question, k)
         threshold = 0.0 if min_score is None else min_score
         # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
         return [Hit(chunks[r], float(s)) for r, s in zip(rows, scores) if s > threshold]
