@@ -29,20 +29,23 @@ from raglab.pipeline import Index, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt
 from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
 from raglab.retrieval import RETRIEVERS, Retriever, reciprocal_rank_fusion
+from raglab.samples import sample_corpus, sample_questions
 from raglab.stores import (
     DimensionMismatch,
     EmbedderMismatch,
     MemoryStore,
-    SQLiteStore,
     StoreError,
     VectorStore,
-    sync,
 )
+from raglab.sqlite_store import SQLiteStore
+from raglab.indexing import sync
 from raglab.vectors import cosine, normalise, top_k
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "sample_corpus",
+    "sample_questions",
     "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
     "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
     "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "Generator", "HashingEmbedder",

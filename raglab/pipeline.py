@@ -21,7 +21,9 @@ from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.records import Answer, Hit, Principal
 from raglab.retrieval import Retriever
-from raglab.stores import MemoryStore, SQLiteStore, SyncReport, VectorStore, check_embedder, sync
+from raglab.indexing import check_embedder, sync
+from raglab.sqlite_store import SQLiteStore
+from raglab.stores import MemoryStore, SyncReport, VectorStore
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_RETRIEVER = "hybrid"

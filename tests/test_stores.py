@@ -15,16 +15,14 @@ import numpy as np
 import pytest
 
 from raglab.records import Chunk, Document, Principal
+from raglab.indexing import check_embedder, sync
+from raglab.sqlite_store import SCHEMA_VERSION, SQLiteStore
 from raglab.stores import (
-    SCHEMA_VERSION,
     DimensionMismatch,
     DocRecord,
     EmbedderMismatch,
     MemoryStore,
-    SQLiteStore,
     StoreError,
-    check_embedder,
-    sync,
 )
 
 DIM = 4

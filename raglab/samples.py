@@ -1,0 +1,38 @@
+"""The sample knowledge base and its labelled questions, wherever raglab runs from.
+
+Notebooks find the data through these functions, never through a path relative to their
+own folder: nbgrader and instructors run notebooks from other folders. In a source
+checkout the data is the repository's `data/` folder; an installed wheel carries a copy
+inside the package (`raglab/sample_data/`).
+
+>>> sample_corpus().name, sample_questions().name
+('corpus', 'questions.jsonl')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGED = Path(__file__).resolve().parent / "sample_data"
+_CHECKOUT = Path(__file__).resolve().parent.parent / "data"
+
+
+def sample_data() -> Path:
+    """The folder holding `corpus/` and `questions.jsonl`."""
+    for folder in (_PACKAGED, _CHECKOUT):
+        if (folder / "corpus").is_dir():
+            return folder
+    raise FileNotFoundError(
+        f"raglab's sample data is missing: looked in {_PACKAGED} and {_CHECKOUT}; "
+        "reinstall raglab or run from a checkout of the repository"
+    )
+
+
+def sample_corpus() -> Path:
+    """The sample corpus: a folder of `.md`/`.txt` documents for two tenants."""
+    return sample_data() / "corpus"
+
+
+def sample_questions() -> Path:
+    """The labelled question set for the sample corpus (JSONL)."""
+    return sample_data() / "questions.jsonl"
