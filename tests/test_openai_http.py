@@ -1,0 +1,199 @@
+"""The OpenAI-compatible client, against loopback servers started by the tests."""
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from raglab.openai_http import GenerationError, OpenAIChatGenerator
+from raglab.prompting import build_prompt
+from raglab.records import Chunk, Hit
+
+
+# --- the OpenAI-compatible generator, against a local test server ------------------------
+
+
+class FakeServer:
+    """A chat-completions server on 127.0.0.1 (port 0) that records requests and replays
+    one canned reply: (status, body bytes, delay in seconds)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.reply: tuple[int, bytes, float] = (200, b"{}", 0.0)
+        self.drop = False  # close the connection without any reply
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's naming
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                server.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                status, payload, delay = server.reply
+                time.sleep(delay)
+                if server.drop:
+                    self.close_connection = True
+                    return
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (the timeout test)
+
+            def log_message(self, *args) -> None:  # keep test output quiet
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        # A short poll interval: shutdown() waits for the next poll (0.5 s by default).
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True)
+
+    def answer(self, content: str) -> None:
+        self.reply = (
+            200,
+            json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": content}}]}
+            ).encode(),
+            0.0,
+        )
+
+
+@pytest.fixture
+def server():
+    fake = FakeServer()
+    fake.thread.start()
+    yield fake
+    fake.httpd.shutdown()
+    fake.httpd.server_close()
+
+
+PROMPT = build_prompt(
+    "How many days of leave?", [Hit(Chunk("hr/leave.md", 0, "Leave is 25 days.", 0, 17), 1.0)]
+)
+
+
+def test_request_body_and_answer(server):
+    server.answer("  Leave is 25 days [1].\n")
+    text = OpenAIChatGenerator(server.url + "/", "llama3.2", temperature=0.2).generate(PROMPT)
+    assert text == "Leave is 25 days [1]."
+    (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Content-Type"] == "application/json"
+    body = json.loads(request["body"])
+    assert body["model"] == "llama3.2"
+    assert body["messages"] == PROMPT.messages()
+    assert body["temperature"] == 0.2
+    assert body["stream"] is False
+
+
+def test_default_temperature_is_zero(server):
+    server.answer("ok")
+    OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+    assert json.loads(server.requests[0]["body"])["temperature"] == 0.0
+
+
+def test_auth_header_only_when_a_key_is_given(server):
+    server.answer("ok")
+    OpenAIChatGenerator(server.url, "m", "sk-test-123").generate(PROMPT)
+    OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+    with_key, without_key = (r["headers"] for r in server.requests)
+    assert with_key["Authorization"] == "Bearer sk-test-123"
+    assert "Authorization" not in without_key
+
+
+def test_http_error_names_url_and_status_and_hides_the_key(server):
+    # A server that echoes the request back must not leak the key into the message.
+    server.reply = (500, b'{"error": "boom", "echo": "Bearer sk-secret-9"}', 0.0)
+    with pytest.raises(
+        GenerationError, match=r"/v1/chat/completions answered HTTP 500: .*boom"
+    ) as caught:
+        OpenAIChatGenerator(server.url, "m", "sk-secret-9").generate(PROMPT)
+    assert server.url in str(caught.value)
+    assert "sk-secret-9" not in str(caught.value)
+
+
+def test_non_json_reply(server):
+    server.reply = (200, b"<html>proxy login</html>", 0.0)
+    with pytest.raises(
+        GenerationError, match=r"answered HTTP 200 but not with JSON: <html>proxy login</html>"
+    ):
+        OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {},
+        {"choices": []},
+        {"choices": [{"message": {}}]},
+        {"choices": [{"message": {"content": None}}]},
+        [1, 2],
+    ],
+)
+def test_unexpected_json_reply(server, payload):
+    server.reply = (200, json.dumps(payload).encode(), 0.0)
+    with pytest.raises(GenerationError, match=r"without a choices\[0\]\.message\.content string"):
+        OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+
+
+def test_timeout(server):
+    server.answer("too late")
+    server.reply = (*server.reply[:2], 0.5)
+    started = time.perf_counter()
+    with pytest.raises(GenerationError, match=r"no answer within timeout=0.05 s"):
+        OpenAIChatGenerator(server.url, "m", timeout=0.05).generate(PROMPT)
+    assert time.perf_counter() - started < 0.45
+
+
+def test_unreachable_server():
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(
+        GenerationError, match=rf"could not reach http://127.0.0.1:{port}/v1/chat/completions"
+    ):
+        OpenAIChatGenerator(f"http://127.0.0.1:{port}/v1", "m", "sk-x", timeout=2).generate(PROMPT)
+
+
+def test_repr_hides_the_key():
+    generator = OpenAIChatGenerator("http://localhost:11434/v1", "llama3.2", "sk-secret")
+    assert "sk-secret" not in repr(generator)
+    assert "llama3.2" in repr(generator)
+
+
+@pytest.mark.parametrize(
+    ("args", "options", "message"),
+    [
+        (
+            ("localhost:11434/v1", "m"),
+            {},
+            r"base_url must start with http:// or https:// \(got base_url='localhost:11434/v1'\)",
+        ),
+        (("http://x/v1", ""), {}, "model must not be empty"),
+        (("http://x/v1", "m"), {"timeout": 0}, r"timeout must be > 0 seconds \(got timeout=0\)"),
+    ],
+)
+def test_openai_options_are_validated(args, options, message):
+    with pytest.raises(ValueError, match=message):
+        OpenAIChatGenerator(*args, **options)
+
+
+def test_timeout_and_temperature_are_keyword_only():
+    with pytest.raises(TypeError):
+        OpenAIChatGenerator("http://x/v1", "m", None, 5.0)  # type: ignore[misc]
+
+
+def test_connection_dropped_mid_answer(server):
+    server.reply = (200, b"", 0.0)
+    server.drop = True
+    with pytest.raises(
+        GenerationError, match=r"connection to http://127.0.0.1:\d+/v1/chat/completions failed"
+    ):
+        OpenAIChatGenerator(server.url, "m").generate(PROMPT)
