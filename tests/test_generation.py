@@ -42,3 +42,22 @@ def test_both_generators_satisfy_the_protocol():
     assert isinstance(OpenAIChatGenerator("http://127.0.0.1:1/v1", "m"), Generator)
 
 
+
+
+class Says:
+    """A generator that always answers `text`, whatever the prompt."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def generate(self, prompt) -> str:
+        return self.text
+
+
+@pytest.mark.parametrize("text", ["", "   ", "Leave is 25 days."])
+def test_an_empty_or_uncited_answer_from_any_generator_is_not_verified(corpus_index, text):
+    from raglab.pipeline import ask
+    from raglab.records import Principal
+
+    answer = ask("How many days of leave?", corpus_index, Principal("u", "acme"), generator=Says(text))
+    assert not answer.verified and not answer.abstained

@@ -197,3 +197,178 @@ def test_connection_dropped_mid_answer(server):
         GenerationError, match=r"connection to http://127.0.0.1:\d+/v1/chat/completions failed"
     ):
         OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+
+
+# --- attacks: redirects, keys, slow and broken servers -----------------------------------
+
+
+class Loopback:
+    """A server on 127.0.0.1 whose POST handler is `respond(handler)`; it records every
+    request's path and headers, GETs included."""
+
+    def __init__(self, respond) -> None:
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # http.server's naming
+                self.rfile.read(int(self.headers["Content-Length"]))
+                server.requests.append({"path": self.path, "headers": dict(self.headers)})
+                try:
+                    respond(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up, as it should
+
+            def do_GET(self) -> None:  # what a client following a 301-303 redirect sends
+                server.requests.append({"path": self.path, "headers": dict(self.headers)})
+                send(self, b"{}", status=405)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def loopback():
+    started: list[Loopback] = []
+
+    def start(respond) -> Loopback:
+        started.append(Loopback(respond))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def head(handler, status: int, headers: dict[str, str]) -> None:
+    handler.send_response(status)
+    for name, value in headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+
+
+def chat_reply(content: str) -> bytes:
+    return json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+
+
+def send(handler, payload: bytes, status: int = 200) -> None:
+    head(handler, status, {"Content-Type": "application/json", "Content-Length": str(len(payload))})
+    handler.wfile.write(payload)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("same_origin", [False, True])
+def test_a_redirect_is_refused_and_the_key_never_reaches_its_target(loopback, status, same_origin):
+    target = loopback(lambda h: send(h, chat_reply("from the other server [1].")))
+    where = [None]
+
+    def redirect(h) -> None:
+        head(h, status, {"Location": where[0], "Content-Length": "0"})
+
+    first = loopback(redirect)
+    where[0] = (first.url + "/elsewhere") if same_origin else (target.url + "/chat/completions")
+    with pytest.raises(GenerationError, match=rf"answered HTTP {status} \(a redirect\)") as caught:
+        OpenAIChatGenerator(first.url, "m", "sk-secret-7").generate(PROMPT)
+    assert "sk-secret-7" not in str(caught.value)
+    assert target.requests == []  # nothing, let alone the key, went to the redirect's target
+    assert len(first.requests) == 1  # and the first server was not asked again either
+
+
+@pytest.mark.parametrize(
+    "key", ["sk-a\r\nX-Evil: 1", "sk-a\nb", "sk a", "sk\ta", "sk-a\x00", "sk-\x7f", "sk-\u2028a", "sk-\u00e9"]
+)
+def test_a_key_with_whitespace_or_control_characters_is_refused_unprinted(key):
+    with pytest.raises(ValueError, match=r"api_key must be printable ASCII") as caught:
+        OpenAIChatGenerator("http://127.0.0.1:1/v1", "m", key)
+    assert key not in str(caught.value) and key.strip() not in str(caught.value)
+    assert "sk-" not in str(caught.value)
+
+
+def drip(body_first: bool):
+    """A server that sends one byte every 0.2 s: its headers, or a body of 200 bytes."""
+
+    def respond(h) -> None:
+        if body_first:
+            payload = chat_reply("x" * 150)
+            head(h, 200, {"Content-Type": "application/json", "Content-Length": str(len(payload))})
+            h.wfile.flush()
+        else:
+            payload = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" * 10
+        for byte in payload[:60]:
+            h.wfile.write(bytes([byte]))
+            h.wfile.flush()
+            time.sleep(0.2)
+
+    return respond
+
+
+@pytest.mark.parametrize("body_first", [True, False], ids=["dripped-body", "dripped-headers"])
+def test_a_dripping_server_cannot_hold_a_request_past_its_deadline(loopback, body_first):
+    server = loopback(drip(body_first))
+    started = time.monotonic()
+    with pytest.raises(GenerationError, match=r"no answer within timeout=1.0 s"):
+        OpenAIChatGenerator(server.url, "m", timeout=1.0).generate(PROMPT)
+    assert time.monotonic() - started < 1.0 + 0.5
+
+
+def test_a_reply_declared_larger_than_the_cap_is_refused_unread(loopback):
+    def huge(h) -> None:
+        head(h, 200, {"Content-Type": "application/json", "Content-Length": str(10**12)})
+        h.wfile.write(b"{" * 1000)
+
+    server = loopback(huge)
+    with pytest.raises(GenerationError, match=r"a reply larger than max_bytes=4096"):
+        OpenAIChatGenerator(server.url, "m", max_bytes=4096).generate(PROMPT)
+
+
+def test_a_reply_growing_past_the_cap_is_cut_off(loopback):
+    def endless(h) -> None:  # no Content-Length: the body ends when the connection closes
+        head(h, 200, {"Content-Type": "application/json", "Connection": "close"})
+        for _ in range(100):
+            h.wfile.write(b" " * 1024)
+
+    server = loopback(endless)
+    with pytest.raises(GenerationError, match=r"a reply larger than max_bytes=4096"):
+        OpenAIChatGenerator(server.url, "m", max_bytes=4096).generate(PROMPT)
+
+
+def test_a_truncated_body_is_a_clear_error(loopback):
+    def truncated(h) -> None:
+        payload = chat_reply("Leave is 25 days [1].")
+        head(h, 200, {"Content-Type": "application/json", "Content-Length": str(len(payload) + 500)})
+        h.wfile.write(payload)
+        h.close_connection = True
+
+    server = loopback(truncated)
+    with pytest.raises(GenerationError, match=r"truncated reply: \d+ of \d+ bytes"):
+        OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+
+
+@pytest.mark.parametrize("content", ["", "   \n "])
+def test_an_empty_answer_is_an_error(loopback, content):
+    server = loopback(lambda h: send(h, chat_reply(content)))
+    with pytest.raises(GenerationError, match=r"answered HTTP 200 with an empty answer"):
+        OpenAIChatGenerator(server.url, "m").generate(PROMPT)
+
+
+def test_the_cli_prints_a_server_failure_as_one_line(loopback, capsys):
+    from raglab.cli import main
+    from raglab.samples import sample_corpus
+
+    server = loopback(lambda h: head(h, 302, {"Location": "http://127.0.0.1:1/", "Content-Length": "0"}))
+    code = main(["ask", "How many days of leave?", "--docs", str(sample_corpus()), "--tenant", "acme",
+                 "--llm-url", server.url, "--llm-model", "m"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("raglab: error: ") and "redirect" in err and "Traceback" not in err
