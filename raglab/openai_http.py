@@ -111,15 +111,24 @@ class OpenAIChatGenerator:
         import http.client  # here, not at the top: only a real model needs it
 
         deadline = time.monotonic() + self.timeout
-        connection = self._connect(deadline)
-        sock = connection.sock  # kept: http.client drops its reference once the reply is read
-        watchdog = threading.Timer(deadline - time.monotonic(), _shut, args=(sock,))
+        parts = urlsplit(self.url)
+        https = parts.scheme == "https"
+        try:
+            connection = (http.client.HTTPSConnection if https else http.client.HTTPConnection)(
+                parts.netloc, timeout=self.timeout
+            )
+        except http.client.InvalidURL as error:
+            raise GenerationError(f"could not reach {self.url}: {self._hide(str(error))}") from None
+        sockets: list = []  # kept: http.client drops its reference once the reply is read
+        watchdog = threading.Timer(self.timeout, _shut, args=(connection, sockets))
         watchdog.daemon = True
         watchdog.start()
         try:
-            connection.request("POST", urlsplit(self.url).path, body=data, headers=self._headers())
+            self._connect(connection, deadline)
+            sockets.append(connection.sock)
+            connection.request("POST", parts.path, body=data, headers=self._headers())
             response = connection.getresponse()
-            body = self._read(response, sock, deadline)
+            body = self._read(response, sockets[0], deadline)
         except (OSError, http.client.HTTPException) as error:  # reset, cut, or the watchdog
             if time.monotonic() >= deadline:
                 raise GenerationError(self._timed_out()) from None
@@ -130,22 +139,16 @@ class OpenAIChatGenerator:
             connection.close()
         return self._checked(response, body)
 
-    def _connect(self, deadline: float):
-        """An open connection to the server (plain or TLS), or GenerationError."""
+    def _connect(self, connection, deadline: float) -> None:
+        """Open the connection (TCP, then TLS for https), or GenerationError."""
         import http.client
 
-        parts = urlsplit(self.url)
-        https = parts.scheme == "https"
         try:
-            connection = (http.client.HTTPSConnection if https else http.client.HTTPConnection)(
-                parts.netloc, timeout=self.timeout
-            )
             connection.connect()
         except (OSError, http.client.HTTPException) as error:  # refused, no route, bad host
             if time.monotonic() >= deadline:
                 raise GenerationError(self._timed_out()) from None
             raise GenerationError(f"could not reach {self.url}: {self._hide(str(error))}") from None
-        return connection
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -233,12 +236,14 @@ class OpenAIChatGenerator:
         return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
 
 
-def _shut(sock) -> None:
-    """The watchdog: at the deadline, shut the socket under any read still waiting
-    (the status line and headers are read by `http.client`, out of our loop's reach)."""
+def _shut(connection, sockets: list) -> None:
+    """The watchdog: at the deadline, shut every socket of the request under any read still
+    waiting (the TLS handshake, status line and headers are read outside our loop)."""
     import socket
 
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:  # already closed
-        pass
+    for sock in [connection.sock, *sockets]:
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed
+            pass

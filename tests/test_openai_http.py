@@ -372,3 +372,31 @@ def test_the_cli_prints_a_server_failure_as_one_line(loopback, capsys):
     err = capsys.readouterr().err
     assert code == 1
     assert err.startswith("raglab: error: ") and "redirect" in err and "Traceback" not in err
+
+
+def test_a_tls_handshake_dripped_byte_by_byte_ends_at_the_deadline():
+    """An https server that answers the handshake with a slow trickle of one big record."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            for byte in b"\x16\x03\x03\x40\x00" + b"\x00" * 50:  # a 16 KiB handshake record
+                if stop.wait(0.2):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(GenerationError, match=r"no answer within timeout=1.0 s"):
+            url = f"https://127.0.0.1:{listener.getsockname()[1]}/v1"
+            OpenAIChatGenerator(url, "m", "sk-x", timeout=1.0).generate(PROMPT)
+        assert time.monotonic() - started < 1.0 + 0.5
+    finally:
+        stop.set()
+        listener.close()
