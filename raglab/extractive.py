@@ -43,9 +43,9 @@ def stem(word: str) -> str:
     """A light suffix stripper, so "days" matches "day" and "requested" matches "request".
 
     Rules in order: Harman's S-stemmer (1991: -ies -> -y, else a final s dropped unless
-    the word ends in -us or -ss), then -ied -> -y, -ing / -ed dropped (not after e: "need" stays), then a
-    final -e dropped, so "leave", "leaves" and "leaving" all become "leav". Crude next to
-    Porter's stemmer, but every rule fits on one line and can be checked by hand.
+    the word ends in -us or -ss), then -ied -> -y, -ing / -ed dropped (not after e: "need"
+    stays), then a final -e dropped, so "leave", "leaves" and "leaving" all become "leav".
+    Crude next to Porter's stemmer, but every rule fits on one line and can be checked by hand.
 
     >>> [stem(w) for w in ["days", "policies", "employees", "requested", "leaving", "need"]]
     ['day', 'policy', 'employe', 'request', 'leav', 'need']

@@ -45,10 +45,10 @@ def check_api_key(key: str | None) -> None:
     """Refuse a key that could change the request's headers. The message never shows it.
 
     >>> check_api_key("sk-abc123")
-    >>> check_api_key("sk-abc\\r\\nX-Evil: 1")
+    >>> check_api_key("sk-abc\\r\\nX-Evil: 1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: api_key must be printable ASCII without whitespace or control characters (the key is not shown)
+    ValueError: api_key must be printable ASCII without whitespace or control characters (...)
     """
     if key and not (key.isascii() and key.isprintable() and not any(c.isspace() for c in key)):
         raise ValueError(
@@ -178,7 +178,8 @@ class OpenAIChatGenerator:
             raise GenerationError(self._timed_out())
         if declared and declared.isdigit() and size < int(declared):
             raise GenerationError(
-                f"{self.url} sent a truncated reply: {size} of {declared} bytes (connection closed early)"
+                f"{self.url} sent a truncated reply: {size} of {declared} bytes "
+                "(the connection closed early)"
             )
         return b"".join(parts)
 
@@ -192,7 +193,9 @@ class OpenAIChatGenerator:
                 "as the server url"
             )
         if not 200 <= response.status < 300:
-            raise GenerationError(f"{self.url} answered HTTP {response.status}: {self._snippet(text)}")
+            raise GenerationError(
+                f"{self.url} answered HTTP {response.status}: {self._snippet(text)}"
+            )
         return response.status, text
 
     # --- the answer out of the reply ------------------------------------------------------
@@ -221,7 +224,7 @@ class OpenAIChatGenerator:
     # --- error messages -------------------------------------------------------------------
 
     def _timed_out(self) -> str:
-        return f"{self.url}: no answer within timeout={self.timeout} s (one deadline for the whole request)"
+        return f"{self.url}: no answer within timeout={self.timeout} s (for the whole request)"
 
     def _too_large(self) -> str:
         return f"{self.url} sent a reply larger than max_bytes={self.max_bytes}"

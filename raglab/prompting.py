@@ -59,6 +59,7 @@ DEFAULT_MAX_CHARS = 6000
 """Budget of source text per prompt, in characters: about 1,500 tokens of English, which
 leaves room for instructions and answer in a small local model's 4k-token window."""
 
+
 def system_message(boundary: str) -> str:
     """The rules, naming the tags that open and close this prompt's source blocks."""
     return f"""\
@@ -211,7 +212,9 @@ def build_prompt(
         raise ValueError(f"question must not be empty (got question={question!r})")
     sources = fit_budget(hits, max_chars)
     code = boundary(question, sources)
-    return Prompt(question, sources, system_message(code), user_message(question, sources, code), code)
+    return Prompt(
+        question, sources, system_message(code), user_message(question, sources, code), code
+    )
 
 
 def user_message(question: str, sources: Sequence[Hit], boundary: str) -> str:

@@ -125,5 +125,7 @@ def test_an_answer_is_verified_only_when_it_cites_retrieved_sources():
     assert cited.verified
     assert not Answer("Leave is 25 days.", retrieved=(hit,)).verified  # cites nothing
     assert not Answer("", retrieved=(hit,)).verified  # says nothing
-    assert not Answer("25 [1], 30 [7].", (Citation(1, hit),), (hit,), invalid_citations=(7,)).verified
+    assert not Answer(
+        "25 [1], 30 [7].", (Citation(1, hit),), (hit,), invalid_citations=(7,)
+    ).verified
     assert Answer(ABSTENTION, retrieved=(hit,), abstained=True).verified  # claims nothing

@@ -327,5 +327,3 @@ def test_every_answer_is_an_abstention_or_fully_cited(words):
 def test_extractive_options_are_validated(options, message):
     with pytest.raises(ValueError, match=message):
         ExtractiveGenerator(**options)
-
-

@@ -6,7 +6,6 @@ from raglab.extractive import ExtractiveGenerator
 from raglab.generation import ABSTENTION, Generator, is_abstention
 from raglab.openai_http import OpenAIChatGenerator
 
-
 # --- abstention ------------------------------------------------------------------------
 
 
@@ -42,8 +41,6 @@ def test_both_generators_satisfy_the_protocol():
     assert isinstance(OpenAIChatGenerator("http://127.0.0.1:1/v1", "m"), Generator)
 
 
-
-
 class Says:
     """A generator that always answers `text`, whatever the prompt."""
 
@@ -59,5 +56,7 @@ def test_an_empty_or_uncited_answer_from_any_generator_is_not_verified(corpus_in
     from raglab.pipeline import ask
     from raglab.records import Principal
 
-    answer = ask("How many days of leave?", corpus_index, Principal("u", "acme"), generator=Says(text))
+    answer = ask(
+        "How many days of leave?", corpus_index, Principal("u", "acme"), generator=Says(text)
+    )
     assert not answer.verified and not answer.abstained

@@ -12,7 +12,6 @@ from raglab.openai_http import GenerationError, OpenAIChatGenerator
 from raglab.prompting import build_prompt
 from raglab.records import Chunk, Hit
 
-
 # --- the OpenAI-compatible generator, against a local test server ------------------------
 
 
@@ -286,7 +285,17 @@ def test_a_redirect_is_refused_and_the_key_never_reaches_its_target(loopback, st
 
 
 @pytest.mark.parametrize(
-    "key", ["sk-a\r\nX-Evil: 1", "sk-a\nb", "sk a", "sk\ta", "sk-a\x00", "sk-\x7f", "sk-\u2028a", "sk-\u00e9"]
+    "key",
+    [
+        "sk-a\r\nX-Evil: 1",
+        "sk-a\nb",
+        "sk a",
+        "sk\ta",
+        "sk-a\x00",
+        "sk-\x7f",
+        "sk-\u2028a",
+        "sk-\u00e9",
+    ],
 )
 def test_a_key_with_whitespace_or_control_characters_is_refused_unprinted(key):
     with pytest.raises(ValueError, match=r"api_key must be printable ASCII") as caught:
@@ -346,7 +355,9 @@ def test_a_reply_growing_past_the_cap_is_cut_off(loopback):
 def test_a_truncated_body_is_a_clear_error(loopback):
     def truncated(h) -> None:
         payload = chat_reply("Leave is 25 days [1].")
-        head(h, 200, {"Content-Type": "application/json", "Content-Length": str(len(payload) + 500)})
+        head(
+            h, 200, {"Content-Type": "application/json", "Content-Length": str(len(payload) + 500)}
+        )
         h.wfile.write(payload)
         h.close_connection = True
 
@@ -366,9 +377,23 @@ def test_the_cli_prints_a_server_failure_as_one_line(loopback, capsys):
     from raglab.cli import main
     from raglab.samples import sample_corpus
 
-    server = loopback(lambda h: head(h, 302, {"Location": "http://127.0.0.1:1/", "Content-Length": "0"}))
-    code = main(["ask", "How many days of leave?", "--docs", str(sample_corpus()), "--tenant", "acme",
-                 "--llm-url", server.url, "--llm-model", "m"])
+    server = loopback(
+        lambda h: head(h, 302, {"Location": "http://127.0.0.1:1/", "Content-Length": "0"})
+    )
+    code = main(
+        [
+            "ask",
+            "How many days of leave?",
+            "--docs",
+            str(sample_corpus()),
+            "--tenant",
+            "acme",
+            "--llm-url",
+            server.url,
+            "--llm-model",
+            "m",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert err.startswith("raglab: error: ") and "redirect" in err and "Traceback" not in err
