@@ -22,7 +22,7 @@ a list of look-alikes is never complete. So a block is closed by a tag the docum
 cannot know, as the parts of a MIME e-mail are separated by a boundary their text
 cannot contain:
 
-1. The code (`boundary`) is a hash of the question and of every source's id and text
+1. The code (`make_boundary`) is a hash of the question and of every source's id and text
    (`content_hash`, blake2b). To name it, a document would have to contain a hash of
    itself, and of the question and the other sources, which its author never sees.
 2. The code is checked, not just unlikely: it must not occur in any text of the prompt,
@@ -89,7 +89,7 @@ def fold(text: str) -> str:
     return "".join(c for c in normal if unicodedata.category(c) != "Cf").casefold()
 
 
-def boundary(question: str, sources: Sequence[Hit]) -> str:
+def make_boundary(question: str, sources: Sequence[Hit]) -> str:
     """The code in this prompt's source tags: derived from its content, found in none of it.
 
     A hash of the question and the sources (so the same prompt always gets the same
@@ -99,7 +99,7 @@ def boundary(question: str, sources: Sequence[Hit]) -> str:
     characters holds fewer than n of them.
 
     >>> from raglab.records import Chunk
-    >>> boundary("How many days?", [Hit(Chunk("a.md", 0, "25 days.", 0, 8), 1.0)])
+    >>> make_boundary("How many days?", [Hit(Chunk("a.md", 0, "25 days.", 0, 8), 1.0)])
     '64180a1632c46925'
     """
     texts = [question] + [t for hit in sources for t in (hit.chunk.doc_id, hit.chunk.text)]
@@ -111,7 +111,7 @@ def boundary(question: str, sources: Sequence[Hit]) -> str:
 def source_block(n: int, hit: Hit, boundary: str) -> str:
     """One source as a delimited data block; `n` is the number the answer cites it by.
 
-    The text goes in unchanged: `boundary` (see `boundary()`) occurs nowhere in it, so it
+    The text goes in unchanged: `boundary` (see `make_boundary`) occurs nowhere in it, so it
     cannot close the block. The document id is escaped as an attribute value (`"` becomes
     `&quot;`), so a file name cannot add attributes or end the tag either.
 
@@ -211,7 +211,7 @@ def build_prompt(
     if not question.strip():
         raise ValueError(f"question must not be empty (got question={question!r})")
     sources = fit_budget(hits, max_chars)
-    code = boundary(question, sources)
+    code = make_boundary(question, sources)
     return Prompt(
         question, sources, system_message(code), user_message(question, sources, code), code
     )
