@@ -22,7 +22,9 @@ from raglab.evaluation import (
     ndcg_at_k,
     recall_at_k,
 )
-from raglab.generation import ExtractiveGenerator, Generator, OpenAIChatGenerator, is_abstention
+from raglab.extractive import ExtractiveGenerator
+from raglab.generation import Generator, is_abstention
+from raglab.openai_http import GenerationError, OpenAIChatGenerator
 from raglab.keyword import BM25, tokenize
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
 from raglab.pipeline import Index, ask
@@ -48,7 +50,7 @@ __all__ = [
     "sample_questions",
     "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
     "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
-    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "Generator", "HashingEmbedder",
+    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "GenerationError", "Generator", "HashingEmbedder",
     "Hit", "Index", "LSAEmbedder", "MemoryStore", "OpenAIChatGenerator", "Principal", "Prompt",
     "Question", "RETRIEVERS", "Retriever", "SQLiteStore", "StoreError", "VectorStore", "ask",
     "available_embedders", "build_prompt", "can_read", "chunk", "cosine", "eligible_rows",

@@ -150,7 +150,7 @@ def make_generator(args: argparse.Namespace):
         return None
     if args.llm_model is None:
         raise ValueError("--llm-url needs --llm-model")
-    from raglab.generation import OpenAIChatGenerator
+    from raglab.openai_http import OpenAIChatGenerator
 
     return OpenAIChatGenerator(args.llm_url, args.llm_model, os.environ.get("RAGLAB_API_KEY"))
 

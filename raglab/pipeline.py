@@ -16,7 +16,8 @@ from pathlib import Path
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
 from raglab.embedders import Embedder, embedder as make_embedder
-from raglab.generation import ExtractiveGenerator, Generator, is_abstention
+from raglab.extractive import ExtractiveGenerator
+from raglab.generation import Generator, is_abstention
 from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.records import Answer, Hit, Principal
