@@ -59,8 +59,13 @@ class Index:
         """
         loaded = load_folder(folder)
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        store = MemoryStore() if path is None else SQLiteStore.open_or_create(path)
-        report = sync(store, loaded.documents, chunker=chunker or Chunker(), embedder=embedder)
+        chunker = chunker or Chunker()
+        if path is None:
+            store: VectorStore = MemoryStore()
+            report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
+        else:  # one writer at a time; a first build shows up whole or not at all
+            with SQLiteStore.writing(path) as store:
+                report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
         return cls(store, report.embedder, report, loaded.errors)
 
     @classmethod

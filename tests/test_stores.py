@@ -483,7 +483,7 @@ def test_open_a_folder(tmp_path):
     [
         (bytes(range(256)) * 20, r"not a raglab index \(not a SQLite database"),
         (b"just some notes\n" * 100, r"not a raglab index \(not a SQLite database"),
-        (b"", r"not a raglab index \(missing tables: chunks, documents, meta\)"),
+        (b"", r"incomplete \(its first build did not finish.*run raglab index again"),
     ],
 )
 def test_open_non_index_files(tmp_path, content, reason):
