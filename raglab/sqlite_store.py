@@ -157,8 +157,7 @@ class SQLiteStore(_SnapshotReads):
         try:
             yield store
         except BaseException:
-            store._end("ROLLBACK")
-            store.close()
+            store.close()  # closing inside a transaction rolls it back
             raise
         store._end("COMMIT")
 
