@@ -153,6 +153,13 @@ def test_a_failed_first_build_leaves_no_half_index(tmp_path):
         Index.open(index)
 
 
+def test_an_index_that_records_no_embedder_is_refused_as_incomplete(tmp_path):
+    # What a first build killed halfway left behind before builds became one transaction.
+    index = tmp_path / "index.sqlite"
+    SQLiteStore.create(index).close()
+    assert_clear_error(raglab("ask", "q", "--index", index), "is incomplete", "run raglab index again")
+
+
 # ------------------------------------------------------------ a corrupt page
 
 
