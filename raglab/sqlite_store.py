@@ -63,7 +63,8 @@ _CHUNK_COLUMNS = (
 class SQLiteStore(_SnapshotReads):
     """A store in one SQLite file: documents, chunks, float32 vectors and the index settings.
 
-    Make one with `SQLiteStore.create(path)`, reopen it with `SQLiteStore.open(path)`.
+    Make one with `SQLiteStore.create(path)`, reopen it with `SQLiteStore.open(path)`;
+    `SQLiteStore.writing(path)` is the one way to write a file another process may use.
     Searches load every vector into one numpy matrix once and reuse it until the next
     write (here or by another process), instead of reading rows one by one.
     Order is by document id, then chunk index: SQLite compares text as UTF-8 bytes,
@@ -71,7 +72,7 @@ class SQLiteStore(_SnapshotReads):
     """
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
-        """Use `create`, `open` or `open_or_create`; this wraps an already checked connection."""
+        """Use `create`, `open` or `writing`; this wraps an already checked connection."""
         self.path = path
         self._con = connection
         self._depth = 0  # transaction nesting: only the outermost one commits
@@ -93,18 +94,7 @@ class SQLiteStore(_SnapshotReads):
             raise StoreError(
                 f"index file {str(path)!r} already exists; open it, or remove it first"
             )
-        con = _connect(path, mode="rwc")
-        try:
-            with _sqlite_errors(path):
-                con.execute("BEGIN IMMEDIATE")
-                if _tables(con):  # another process created it since we looked: leave it be
-                    raise StoreError(f"index file {str(path)!r} was created by another process")
-                _create_schema(con, dim)
-                con.execute("COMMIT")
-        except BaseException:
-            con.close()  # closing rolls back; the file is never deleted, it may not be ours
-            raise
-        return cls(con, path)
+        return cls.open_or_create(path, dim=dim)
 
     @classmethod
     def open(cls, path: str | Path) -> SQLiteStore:
@@ -112,7 +102,6 @@ class SQLiteStore(_SnapshotReads):
         path = Path(path)
         if not path.exists():
             raise StoreError(f"index file {str(path)!r} does not exist")
-        _refuse_non_file(path)
         con = _connect(path, mode="rw")
         try:
             _check_schema(con, path)
@@ -139,7 +128,6 @@ class SQLiteStore(_SnapshotReads):
         into ours. The store stays open for reading after the block.
         """
         path = Path(path)
-        _refuse_non_file(path)
         con = _connect(path, mode="rwc")
         try:
             with _sqlite_errors(path):
@@ -269,6 +257,10 @@ class SQLiteStore(_SnapshotReads):
         """COMMIT or ROLLBACK the outermost transaction, then forget what may not have landed."""
         try:
             self._run(statement)
+        except StoreError:  # a COMMIT refused (say, busy) leaves the transaction open: end it
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
+            raise
         finally:
             self._depth = 0
             self._snapshot = None
@@ -315,9 +307,8 @@ class SQLiteStore(_SnapshotReads):
         dim = self._dim or 0
         blob = b"".join(row[-1] for row in rows)
         if len(blob) != len(rows) * dim * 4:
-            raise StoreError(
-                f"index file {str(self.path)!r} is corrupt: vector blobs do not match dim={dim}"
-            )
+            raise StoreError(f"index file {str(self.path)!r} is corrupt (vector blobs do not "
+                             f"match dim={dim}): {_REBUILD}")
         # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
         matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
         matrix.setflags(write=False)
@@ -325,24 +316,17 @@ class SQLiteStore(_SnapshotReads):
 
 
 def _chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
-    return (
-        chunk.doc_id,
-        chunk.index,
-        chunk.text,
-        chunk.start,
-        chunk.end,
-        chunk.heading,
-        chunk.title,
-        chunk.tenant,
-        json.dumps(list(chunk.groups)),
-        chunk.doc_version,
-        vector.astype("<f4").tobytes(),
-    )
+    """A chunk as a row, in _CHUNK_COLUMNS order."""
+    return (chunk.doc_id, chunk.index, chunk.text, chunk.start, chunk.end, chunk.heading,
+            chunk.title, chunk.tenant, json.dumps(list(chunk.groups)), chunk.doc_version,
+            vector.astype("<f4").tobytes())
 
 
 def _connect(path: Path, *, mode: str) -> sqlite3.Connection:
     """A connection in autocommit mode: `SQLiteStore.transaction` issues BEGIN/COMMIT itself."""
     # mode=rw never creates a file, so opening a mistyped path cannot leave an empty index behind.
+    if path.exists() and not path.is_file():
+        raise StoreError(f"index file {str(path)!r} is not a file")
     uri = f"{path.resolve().as_uri()}?mode={mode}"
     try:
         return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=LOCK_WAIT_SECONDS)
@@ -386,11 +370,6 @@ def _create_schema(con: sqlite3.Connection, dim: int | None) -> None:
     con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
 
 
-def _refuse_non_file(path: Path) -> None:
-    if path.exists() and not path.is_file():
-        raise StoreError(f"index file {str(path)!r} is not a file")
-
-
 def _check_schema(con: sqlite3.Connection, path: Path) -> None:
     """Refuse anything that is not a complete raglab index of this schema version."""
     name = str(path)
@@ -412,16 +391,12 @@ def _check_schema(con: sqlite3.Connection, path: Path) -> None:
             f"index file {name!r} is not a raglab index (no {FORMAT!r} marker in its meta table)"
         )
     version = meta.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise StoreError(
-            f"index file {name!r} has schema version {version}, newer than this raglab reads "
-            f"({SCHEMA_VERSION}): upgrade raglab"
-        )
     if version != SCHEMA_VERSION:
-        raise StoreError(
-            f"index file {name!r} has schema version {version!r}, this raglab reads "
-            f"{SCHEMA_VERSION}: rebuild the index"
-        )
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        fix = "newer than this raglab reads ({}): upgrade raglab" if newer else (
+            "this raglab reads {}: rebuild the index")
+        raise StoreError(f"index file {name!r} has schema version {version!r}, "
+                         + fix.format(SCHEMA_VERSION))
 
 
 def _check_pages(con: sqlite3.Connection, path: Path) -> None:
@@ -439,5 +414,5 @@ def _read_meta(con: sqlite3.Connection, path: Path) -> dict[str, Any]:
         return {key: json.loads(value) for key, value in rows}
     except (json.JSONDecodeError, TypeError) as error:
         raise StoreError(
-            f"index file {str(path)!r} is corrupt: unreadable meta table ({error})"
+            f"index file {str(path)!r} is corrupt (unreadable meta table: {error}): {_REBUILD}"
         ) from None
