@@ -27,7 +27,7 @@ USER_ERRORS = (ValueError, OSError, RuntimeError)
 ValueErrors), a missing or unreadable file (OSError), a failing model or LLM server."""
 
 EXIT_BROKEN_PIPE = 128 + 13
-"""What a shell reports for a program ended by SIGPIPE, as when `raglab ... | head` stops reading."""
+"""What a shell reports for a program ended by SIGPIPE (`raglab ... | head` stopped reading)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -174,7 +174,9 @@ class SQLiteStore(_SnapshotReads):
         return self._run("SELECT COUNT(*) FROM chunks")[0][0]
 
     def documents(self) -> dict[str, DocRecord]:
-        rows = self._run("SELECT id, version, hash, tenant, groups, title FROM documents ORDER BY id")
+        rows = self._run(
+            "SELECT id, version, hash, tenant, groups, title FROM documents ORDER BY id"
+        )
         return {
             doc_id: DocRecord(doc_id, version, hash_, tenant, tuple(json.loads(groups)), title)
             for doc_id, version, hash_, tenant, groups, title in rows

@@ -157,7 +157,8 @@ def test_an_index_that_records_no_embedder_is_refused_as_incomplete(tmp_path):
     # What a first build killed halfway left behind before builds became one transaction.
     index = tmp_path / "index.sqlite"
     SQLiteStore.create(index).close()
-    assert_clear_error(raglab("ask", "q", "--index", index), "is incomplete", "run raglab index again")
+    result = raglab("ask", "q", "--index", index)
+    assert_clear_error(result, "is incomplete", "run raglab index again")
 
 
 # ------------------------------------------------------------ a corrupt page
