@@ -24,7 +24,7 @@ from raglab.records import Answer, Hit, Principal
 from raglab.retrieval import Retriever
 from raglab.indexing import check_embedder, sync
 from raglab.sqlite_store import SQLiteStore
-from raglab.stores import MemoryStore, SyncReport, VectorStore
+from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_RETRIEVER = "hybrid"
@@ -60,8 +60,13 @@ class Index:
         """
         loaded = load_folder(folder)
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        store = MemoryStore() if path is None else SQLiteStore.open_or_create(path)
-        report = sync(store, loaded.documents, chunker=chunker or Chunker(), embedder=embedder)
+        chunker = chunker or Chunker()
+        if path is None:
+            store: VectorStore = MemoryStore()
+            report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
+        else:  # one writer at a time; a first build shows up whole or not at all
+            with SQLiteStore.writing(path) as store:
+                report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
         return cls(store, report.embedder, report, loaded.errors)
 
     @classmethod
@@ -74,6 +79,9 @@ class Index:
         """
         store = SQLiteStore.open(path)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
+        if embedder is None:  # made by hand, or left by a raglab that built in two steps
+            raise StoreError(f"index file {str(path)!r} is incomplete (it records no "
+                             "embedder): run raglab index again")
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         if hasattr(embedder, "fit"):
             # A fitted embedder (LSA) is rebuilt by fitting on the stored chunks, in store
