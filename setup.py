@@ -20,7 +20,9 @@ class BuildWithSampleData(build_py):
         if self.editable_mode:
             return
         if not (DATA / "corpus").is_dir():  # a build without the data would install silently broken
-            raise FileNotFoundError(f"sample data missing: {DATA / 'corpus'} (is MANIFEST.in intact?)")
+            raise FileNotFoundError(
+                f"sample data missing: {DATA / 'corpus'} (is MANIFEST.in intact?)"
+            )
         target = Path(self.build_lib) / "raglab" / "sample_data"
         shutil.rmtree(target, ignore_errors=True)  # a stale build/ must not keep deleted files
         shutil.copytree(DATA, target, ignore=shutil.ignore_patterns(".*", "__pycache__"))

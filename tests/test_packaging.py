@@ -117,7 +117,9 @@ def test_the_wheel_holds_the_sample_data(wheel: Path):
     in_wheel = set(zipfile.ZipFile(wheel).namelist())
     data = ROOT / "data"
     files = {
-        f"raglab/sample_data/{p.relative_to(data).as_posix()}" for p in data.rglob("*") if p.is_file()
+        f"raglab/sample_data/{p.relative_to(data).as_posix()}"
+        for p in data.rglob("*")
+        if p.is_file()
     }
     assert "raglab/sample_data/questions.jsonl" in files
     assert sorted(files - in_wheel) == []
@@ -133,9 +135,7 @@ def test_the_license_travels_with_the_package(dist: Path, wheel: Path):
     assert sdist.stat().st_size > 0
 
 
-def test_the_installed_package_comes_from_the_venv_and_has_one_version(
-    venv: Path, elsewhere: Path
-):
+def test_the_installed_package_comes_from_the_venv_and_has_one_version(venv: Path, elsewhere: Path):
     script = (
         "import importlib.metadata, json, raglab; print(json.dumps([raglab.__file__, "
         "raglab.__version__, importlib.metadata.version('raglab'), str(raglab.sample_corpus())]))"
@@ -158,7 +158,9 @@ def test_raglab_help_runs(venv: Path, elsewhere: Path):
 
 
 def test_raglab_ask_answers_from_the_packaged_sample_corpus(venv: Path, elsewhere: Path):
-    corpus = run([venv / "python", "-c", "import raglab; print(raglab.sample_corpus())"], cwd=elsewhere)
+    corpus = run(
+        [venv / "python", "-c", "import raglab; print(raglab.sample_corpus())"], cwd=elsewhere
+    )
     assert corpus.returncode == 0, corpus.stderr
     question = "How many vacation days do I get?"
     result = run(
@@ -172,7 +174,9 @@ def test_raglab_ask_answers_from_the_packaged_sample_corpus(venv: Path, elsewher
 def test_raglab_grade_passes_a_complete_notebook(venv: Path, elsewhere: Path):
     submission = elsewhere / "submission.ipynb"  # as an instructor gets it: outside the repo
     shutil.copy(NOTEBOOK, submission)
-    result = run([venv / "raglab", "grade", submission, "--csv", elsewhere / "grades.csv"], cwd=elsewhere)
+    result = run(
+        [venv / "raglab", "grade", submission, "--csv", elsewhere / "grades.csv"], cwd=elsewhere
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout
     with open(elsewhere / "grades.csv", newline="", encoding="utf-8") as file:
