@@ -16,16 +16,18 @@ DATA = Path(__file__).resolve().parent / "data"
 
 class BuildWithSampleData(build_py):
     def run(self) -> None:
-        super().run()
         if self.editable_mode:
-            return
-        if not (DATA / "corpus").is_dir():  # a build without the data would install silently broken
-            raise FileNotFoundError(
-                f"sample data missing: {DATA / 'corpus'} (is MANIFEST.in intact?)"
-            )
-        target = Path(self.build_lib) / "raglab" / "sample_data"
-        shutil.rmtree(target, ignore_errors=True)  # a stale build/ must not keep deleted files
-        shutil.copytree(DATA, target, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+            return super().run()
+        if not (DATA / "corpus").is_dir():  # a wheel without the data would install broken
+            raise FileNotFoundError(f"sample data missing: {DATA / 'corpus'} (see MANIFEST.in)")
+        # subtle: `pip install .` builds in build/ and never empties it, so a module moved
+        # or deleted since the last build would ship again. Start the package from nothing.
+        package = Path(self.build_lib) / "raglab"
+        shutil.rmtree(package, ignore_errors=True)
+        super().run()
+        shutil.copytree(
+            DATA, package / "sample_data", ignore=shutil.ignore_patterns(".*", "__pycache__")
+        )
 
 
 setup(cmdclass={"build_py": BuildWithSampleData})
