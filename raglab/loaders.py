@@ -195,7 +195,7 @@ def load_file(
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be > 0 (got max_bytes={max_bytes})")
     doc_id = _document_id(Path(path), Path(root))
-    data = _read_checked(Path(path), Path(root), doc_id, max_bytes)
+    data = _read_inside_corpus(Path(path), Path(root), doc_id, max_bytes)
     text = _decode(data, doc_id)
     fields, body = parse_front_matter(text, doc_id)
     title = fields.get("title") or _default_title(body, Path(path))
@@ -217,7 +217,7 @@ def _document_id(path: Path, root: Path) -> str:
     return relative.as_posix()
 
 
-def _read_checked(path: Path, root: Path, doc_id: str, max_bytes: int) -> bytes:
+def _read_inside_corpus(path: Path, root: Path, doc_id: str, max_bytes: int) -> bytes:
     """The file's bytes, after the where / what / how-big checks."""
     # Subtle: resolve both sides, so a symbolic link is judged by where it really points.
     real = path.resolve()
