@@ -279,7 +279,7 @@ def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
     path = tmp_path / "questions.jsonl"
     latin1 = json.dumps(json.loads(_line(question="Café?")), ensure_ascii=False).encode("latin-1")
     path.write_bytes(_line(id="q0").encode() + b"\n" + latin1)
-    with pytest.raises(QuestionSetError, match=r"line 2: not valid UTF-8 \(byte 0xe9 at column \d+\)"):
+    with pytest.raises(QuestionSetError, match=r"line 2: not valid UTF-8 \(byte 0xe9 at column"):
         load_questions(path)
 
 
@@ -313,7 +313,9 @@ def test_raglab_eval_refuses_a_labelled_doc_missing_from_the_corpus(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "leave.md").write_text("Staff get twenty leave days a year.\n")
-    path = _write(tmp_path, _line(relevant_docs=["leave.md"]), _line(id="q2", relevant_docs=["Leave.md"]))
+    path = _write(
+        tmp_path, _line(relevant_docs=["leave.md"]), _line(id="q2", relevant_docs=["Leave.md"])
+    )
     result = subprocess.run(
         [sys.executable, "-m", "raglab", "eval", "--docs", str(corpus), "--questions", str(path)],
         capture_output=True, text=True, timeout=120,
