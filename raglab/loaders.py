@@ -40,6 +40,8 @@ look-alike cannot slip past. Refused:
   `key:` lines, but it is not exactly `---` on line 1 (blank lines, a space or an
   invisible character come before it);
 - TOML front matter (`+++` as the first non-blank line): not supported;
+- unfenced front matter: the file opens with `key:` lines holding `tenant:` or `groups:`
+  but no `---` line (add the fences; a text that really starts so needs front matter);
 - misplaced front matter: anywhere later, a `---` look-alike that opens a block of
   `key:` lines holding `tenant:` or `groups:` (in any case). This also catches such a
   block inside a code example: reword the example (it cannot be told apart safely).
@@ -302,8 +304,8 @@ def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict, str]:
 
 # ---------------------------------------------------------------------------- look-alikes
 
-# A `key:` at the start of a line as `_visible` returns it.
-_KEY = re.compile(r"([a-z_][\w-]*)\s*:")
+# A `key:` (or a quoted `"key":`) at the start of a line as `_visible` returns it.
+_KEY = re.compile(r"[\"']?([a-z_][\w-]*)[\"']?\s*:")
 _FENCE_LIKE = re.compile(r"-{3,}")
 
 
@@ -354,6 +356,12 @@ def _refuse_hidden_front_matter(lines: list[str], start: int, doc_id: str) -> No
             continue  # blank lines (or invisible ones) before the first content
         if at_top and _visible(line) == "+++":
             reason = "TOML front matter ('+++') is not supported; write '---' on line 1"
+            raise DocumentError(doc_id, f"line {index + 1}: {reason}")
+        if at_top and set(_block_keys(lines, index)) & set(ACCESS_KEYS):
+            reason = (
+                "the file opens with front-matter keys but no '---' line; enclose them in "
+                "'---' lines, starting on line 1 (or, if this is text, put front matter first)"
+            )
             raise DocumentError(doc_id, f"line {index + 1}: {reason}")
         if _is_fence_like(line):
             keys = _block_keys(lines, index + 1)

@@ -340,6 +340,12 @@ def test_front_matter_anywhere_but_exactly_line_1_is_refused(before, fence, key)
         (" ---\ntenant: acme\n---\nx", r"line 1: ' ---' looks like front matter"),
         ("\u200b---\ntitle: t\n---\nx", r"line 1: '\\u200b---' looks like front matter"),
         ("+++\ntenant = 'acme'\n+++\nx", r"line 1: TOML front matter \('\+\+\+'\) is not"),
+        ("\ntenant: acme\ngroups: [hr]\n\nx", r"line 2: the file opens with front-matter keys"),
+        ("---\n\"groups\": [hr]\n---\nx", r"front matter line 2: unknown key"),
+        (
+            "text\n---\n\"tenant\": acme\n---\nx",
+            r"line 2: a '---' line followed by tenant: looks like front matter",
+        ),
         (
             "# Notes\n\n---\ntitle: x\ntenant: acme\n---\nx",
             r"line 3: a '---' line followed by tenant: looks like front matter",
@@ -370,6 +376,7 @@ def test_a_utf8_bom_before_front_matter_is_dropped_and_the_front_matter_read(tmp
         "Title\n---\nA setext heading.\n",
         "---\ntenant: acme\n---\nText\n---\nMore: text after a rule\n",
         "\n\n---\nNot front matter: a rule, then prose.\n",
+        "---\ntenant: default\n---\nTenant: a person who rents a flat.\n",
     ],
 )
 def test_rules_and_headings_that_are_not_front_matter_still_load(tmp_path, text):
