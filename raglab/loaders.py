@@ -319,6 +319,8 @@ def _visible(line: str) -> str:
     >>> _visible("\\ufeff －－－ "), _visible("ten\\u200bant: acme")
     ('---', 'tenant: acme')
     """
+    if line.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is invisible
+        return line.strip().lower()
     line = unicodedata.normalize("NFKC", line)
     return "".join(c for c in line if unicodedata.category(c) != "Cf").strip().lower()
 
@@ -333,8 +335,8 @@ def _is_fence_like(line: str) -> bool:
 def _block_keys(lines: list[str], start: int) -> set[str]:
     """The keys of the run of `key: value` lines from `start` (blank and # lines allowed)."""
     keys: set[str] = set()
-    for line in lines[start:]:
-        visible = _visible(line)
+    for index in range(start, len(lines)):  # not lines[start:]: no copy per fence
+        visible = _visible(lines[index])
         if not visible or visible.startswith("#"):
             continue
         match = _KEY.match(visible)
