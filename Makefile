@@ -59,7 +59,7 @@ lint: $(TEST_VENV)/.installed
 
 test-reference: $(TEST_VENV)/.installed-reference
 	$(TEST_VENV)/bin/python -m pytest -m reference tests
-	$(TEST_VENV)/bin/python -m pytest tests/test_neural.py
+	$(TEST_VENV)/bin/python -m pytest tests/test_minilm.py tests/test_wordpiece.py
 
 demo: $(LAB_VENV)/.installed
 	$(LAB_VENV)/bin/raglab ask "How many vacation days do I get?" --docs data/corpus --tenant acme

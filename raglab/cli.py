@@ -233,8 +233,9 @@ def run_eval(args: argparse.Namespace) -> int:
     from raglab.pipeline import ask
     from raglab.records import Principal
 
-    questions = load_questions(args.questions)
+    load_questions(args.questions)  # a malformed file fails before the index is built
     index = open_index(args)
+    questions = load_questions(args.questions, doc_ids=index.store.documents())
 
     def principal(q) -> Principal:
         return Principal(f"eval:{q.id}", q.tenant, q.groups)
