@@ -28,11 +28,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # The workbook commands parse their own arguments.
     if argv[:1] == ["exercises"]:
-        from raglab.exercises import exercises_command
+        from raglab.workbook.exercises import exercises_command
 
         return exercises_command(argv[1:])
     if argv[:1] == ["grade"]:
-        from raglab.grading import grade_command
+        from raglab.workbook.grading import grade_command
 
         return grade_command(argv[1:])
     args = build_parser().parse_args(argv)

@@ -30,8 +30,8 @@ def execute(path: Path, *, timeout: int = 300) -> None:
     """Execute the notebook at `path` and write it back with its outputs."""
     import nbformat
 
-    from raglab.exercises import notebook_text
-    from raglab.grading import execute as run_cells
+    from raglab.workbook.exercises import notebook_text
+    from raglab.workbook.grading import execute as run_cells
 
     nb = nbformat.read(path, as_version=4)
     run_cells(nb, cwd=path.parent.resolve(), timeout=timeout, allow_errors=False)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab import checks
-from raglab.checks.contracts import (
+from raglab.workbook import checks
+from raglab.workbook.checks.contracts import (
     CHUNK_CASES,
     CHUNK_INVARIANTS,
     FAILURES,
@@ -20,7 +20,7 @@ from raglab.checks.contracts import (
     random_chunk_cases,
     reference_chunk_violations,
 )
-from raglab.checks.core import NOT_IMPLEMENTED
+from raglab.workbook.checks.core import NOT_IMPLEMENTED
 from raglab.chunking import Chunker
 from raglab.records import Chunk, Document
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab import checks
+from raglab.workbook import checks
 from raglab.access import can_read
-from raglab.checks import CHECKS, design
-from raglab.checks.core import NOT_IMPLEMENTED
-from raglab.checks.design import (
+from raglab.workbook.checks import CHECKS, design
+from raglab.workbook.checks.core import NOT_IMPLEMENTED
+from raglab.workbook.checks.design import (
     PROPOSED_DESIGN,
     WordCountEmbedder,
     check_design_flaws,

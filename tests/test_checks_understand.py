@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from raglab import checks
-from raglab.checks import CHECKS
-from raglab.checks.core import NOT_IMPLEMENTED
-from raglab.checks.understand import (
+from raglab.workbook import checks
+from raglab.workbook.checks import CHECKS
+from raglab.workbook.checks.core import NOT_IMPLEMENTED
+from raglab.workbook.checks.understand import (
     CITED_CASES,
     STEPS,
     UNKNOWN_STEP,

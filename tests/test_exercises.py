@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.exercises import (
+from raglab.workbook.exercises import (
     CODE_STUB,
     EXERCISE_LABEL,
     SOLUTION_LABEL,

@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.exercises import build_exercises, is_check_cell, student_cell
-from raglab.grading import (
+from raglab.workbook.exercises import build_exercises, is_check_cell, student_cell
+from raglab.workbook.grading import (
     CSV_COLUMNS,
     ExerciseGrade,
     GradeReport,
@@ -181,7 +181,7 @@ def test_grade_in_kernel_checks_the_notebooks_functions(capsys):
             False,
             "`split_sections` is not defined — did its cell run without an error?",
         ),
-        ExerciseGrade("nb", "nope", False, "no check named 'nope' in raglab.checks"),
+        ExerciseGrade("nb", "nope", False, "no check named 'nope' in raglab.workbook.checks"),
     ]
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.exercises import student_notebook
-from raglab.grading import declared_exercises, read_grades, run_notebook
+from raglab.workbook.exercises import student_notebook
+from raglab.workbook.grading import declared_exercises, read_grades, run_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 WITH_EXERCISES = [

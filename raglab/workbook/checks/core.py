@@ -19,7 +19,7 @@ is stopped after a budget of executed lines. Checks can be rerun freely: they ha
 state.
 
 This module is the shared machinery; each notebook's checks live in their own module
-of this package (`raglab.checks.chunking`, ...).
+of this package (`raglab.workbook.checks.chunking`, ...).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from raglab.checks.core import (
+from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,
     SEED,
@@ -528,7 +528,7 @@ def check_failure_prevented(answer: Callable[[], dict[str, str]] | dict[str, str
     )
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Any], CheckResult]] = {
     "contract_chunks": check_chunk_violations,
     "contract_failures": check_failure_prevented,

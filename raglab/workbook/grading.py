@@ -74,14 +74,14 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
     Called by the cell the grader appends to the notebook. The checks' own printing is
     captured, so the only output is one line: MARKER followed by the JSON list.
     """
-    from raglab.checks import CHECKS
+    from raglab.workbook.checks import CHECKS
 
     grades = []
     for item in exercises:
         exercise, function = item["exercise"], item["function"]
         fn = namespace.get(function)
         if exercise not in CHECKS:
-            passed, message = False, f"no check named {exercise!r} in raglab.checks"
+            passed, message = False, f"no check named {exercise!r} in raglab.workbook.checks"
         elif fn is None:
             passed, message = (
                 False,
@@ -129,7 +129,7 @@ def declared_exercises(nb: dict) -> list[dict[str, str]]:
     The student version also lists them for the whole notebook, so an exercise whose
     cell the learner deleted is still graded (as failed), not silently skipped.
     """
-    from raglab.exercises import exercise_list
+    from raglab.workbook.exercises import exercise_list
 
     found = exercise_list(nb) + list(nb.get("metadata", {}).get("raglab", {}).get("exercises", []))
     unique: dict[str, dict[str, str]] = {}
@@ -167,7 +167,7 @@ def run_notebook(
     import nbformat
 
     source = (
-        "from raglab.grading import grade_in_kernel\ngrade_in_kernel("
+        "from raglab.workbook.grading import grade_in_kernel\ngrade_in_kernel("
         + json.dumps(exercises)
         + ", globals())"
     )

@@ -1,6 +1,6 @@
 """Learner-facing checks, one per exercise, with a short, friendly verdict.
 
-    from raglab import checks
+    from raglab.workbook import checks
     checks.check_chunk(chunk)        # ✅ chunk: all 14 cases and 200 random texts pass
 
 Each notebook's checks live in their own module; `CHECKS` maps every exercise id to its
@@ -9,17 +9,17 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 
 from collections.abc import Callable
 
-from raglab.checks import chunking, contracts, design, understand
-from raglab.checks.chunking import (
+from raglab.workbook.checks import chunking, contracts, design, understand
+from raglab.workbook.checks.chunking import (
     check_chunk,
     check_chunk_sections,
     check_split_sections,
     reference_sections,
 )
-from raglab.checks.contracts import *  # noqa: F403 — each module lists its checks in __all__
-from raglab.checks.core import CheckResult
-from raglab.checks.design import *  # noqa: F403
-from raglab.checks.understand import *  # noqa: F403
+from raglab.workbook.checks.contracts import *  # noqa: F403 — each module lists its checks in __all__
+from raglab.workbook.checks.core import CheckResult
+from raglab.workbook.checks.design import *  # noqa: F403
+from raglab.workbook.checks.understand import *  # noqa: F403
 
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **understand.CHECKS,  # 01
