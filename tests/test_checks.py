@@ -15,6 +15,9 @@ from raglab.workbook.checks.chunking import CHUNK_CASES, SECTION_CASES, section_
 from raglab.workbook.checks.core import NOT_IMPLEMENTED, show
 from raglab.chunking import chunk as reference_chunk
 
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
+
 
 def _valid(size, overlap):
     if size <= 0 or overlap < 0 or overlap >= size:
@@ -297,3 +300,4 @@ def test_exercise_ids_are_unique_across_the_workbook():
     registries = [importlib.import_module(f"raglab.workbook.checks.{name}").CHECKS for name in names]
     assert len(names) >= 2
     assert sum(len(registry) for registry in registries) == len(CHECKS)
+

@@ -24,6 +24,9 @@ from raglab.workbook.checks.core import NOT_IMPLEMENTED
 from raglab.chunking import Chunker
 from raglab.records import Chunk, Document
 
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
+
 # --- the reference, by hand ----------------------------------------------------------------
 
 

@@ -26,6 +26,9 @@ from raglab.workbook.checks.design import (
 from raglab.records import Chunk, Hit, Principal
 from raglab.vectors import top_k
 
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
+
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_design.ipynb"
 SOLUTION = {"D2", "D4", "D5", "D7", "D8"}
 

@@ -18,6 +18,9 @@ from raglab.workbook.checks.understand import (
 )
 from raglab.prompting import ABSTENTION
 
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
+
 # --- exercise 1: lifecycle_of -----------------------------------------------------------------
 
 INDEXING = {

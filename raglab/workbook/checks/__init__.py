@@ -17,7 +17,8 @@ from raglab.workbook.checks.chunking import (
     reference_sections,
 )
 from raglab.workbook.checks.contracts import *  # noqa: F403 — each module lists its checks in __all__
-from raglab.workbook.checks.core import CheckResult
+from raglab.chunking import chunk as _chunk
+from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
 
@@ -28,12 +29,25 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **chunking.CHECKS,  # 04
 }
 
+# The reference implementation of each exercise. While a check runs the learner's function,
+# every name bound to one of these is a stand-in that raises (core.references_hidden).
+REFERENCES: tuple[Callable, ...] = (
+    understand.reference_cited_doc_ids,  # 01
+    contracts.reference_chunk_violations,  # 02
+    design.reference_search_readable,  # 03
+    _chunk,  # 04
+    reference_sections,
+)
+
 __all__ = [  # noqa: F405 — plus every name in the notebook modules' __all__
     *understand.__all__,
     *contracts.__all__,
     *design.__all__,
     "CHECKS",
+    "CheckFailed",
     "CheckResult",
+    "REFERENCES",
+    "ReferenceHidden",
     "check_chunk",
     "check_chunk_sections",
     "check_split_sections",
