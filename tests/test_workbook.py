@@ -8,6 +8,7 @@ re-runs every check itself at the end, so this holds whatever the check cells pr
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -189,3 +190,27 @@ def test_a_link_to_a_missing_notebook_is_caught(tmp_path):
     path = tmp_path / "98_last.ipynb"
     nbformat.write(nb, path)
     assert next_notebooks(path) == ["99"]
+
+
+# --- raglab progress ------------------------------------------------------------------------
+
+
+def test_progress_reads_the_learners_saved_check_outputs(tmp_path, capsys):
+    from raglab.workbook.progress import progress_command
+
+    shutil.copy(EXERCISES / "01_understand.ipynb", tmp_path)  # never run: no output saved
+    nb = nbformat.read(EXERCISES / "04_implement_chunking.ipynb", as_version=4)
+    verdicts = {"chunk": "✅ chunk: all 15 cases pass\n", "split_sections": "❌ split_sections: case 'x'\n"}
+    for cell in nb.cells:
+        check = cell.metadata.get("raglab", {}).get("check")
+        if check:
+            cell.outputs = [nbformat.v4.new_output("stream", text=verdicts[check])]
+    nbformat.write(nb, tmp_path / "04_implement_chunking.ipynb")
+    assert progress_command([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[1:] == ["·", "understand_lifecycle", "(not", "run)"]
+    assert lines[2].split()[1:] == ["✅", "chunk", "(passed)"]
+    assert lines[3].split()[1:] == ["❌", "split_sections", "(not", "yet)"]
+    assert lines[-1] == "1 of 4 exercises passed, 2 of 7 points"
+    assert progress_command([str(tmp_path / "nowhere")]) == 1
+    assert "no such folder" in capsys.readouterr().err
