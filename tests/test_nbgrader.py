@@ -77,3 +77,4 @@ def test_generate_autograde_and_feedback_on_notebook_04(tmp_path):
     assert scores == {"solved": (5.0, 5.0), "untouched": (0.0, 5.0)}
     feedback = (course / "feedback" / "untouched" / "ps04" / NAME.replace(".ipynb", ".html")).read_text("utf-8")
     assert "not implemented yet" in feedback  # the friendly message, in the learner's report
+    assert "checks/core.py" not in feedback  # ... without a traceback into raglab's insides

@@ -292,14 +292,31 @@ def verdict(name: str, case: str | None, lines: list[str]) -> CheckResult:
         header = f"{FAIL} {name}: case {case!r}" if lines else f"{FAIL} {name}: {NOT_IMPLEMENTED}"
         message = "\n".join([header] + [f"   {line}" for line in lines])
         result = CheckResult(name, False, case, message)
-    print(result.message)
     if not result.passed and os.environ.get(NBGRADER):
+        _show_check_failures_briefly()
         raise CheckFailed(result.message)
+    print(result.message)
     return result
 
 
 class CheckFailed(AssertionError):
     """A failed check under nbgrader, which gives a cell its points when it does not raise."""
+
+
+def check_failed_traceback(shell: Any, etype: type, value: BaseException, tb: Any,
+                           tb_offset: int | None = None) -> list[str]:
+    """IPython shows a CheckFailed as its message alone: the verdict, not raglab's insides."""
+    return [str(value)]
+
+
+def _show_check_failures_briefly() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # not in IPython: Python prints the exception with its message
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.set_custom_exc((CheckFailed,), check_failed_traceback)
 
 
 # A judge compares a returned value with the case: None when right, else why not.
