@@ -9,11 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglab.chunking import chunk as reference_chunk
 from raglab.workbook import checks
-from raglab.workbook.checks import CHECKS, CheckResult, check_chunk, check_split_sections, reference_sections
+from raglab.workbook.checks import (
+    CHECKS,
+    CheckResult,
+    check_chunk,
+    check_split_sections,
+    reference_sections,
+)
 from raglab.workbook.checks.chunking import CHUNK_CASES, SECTION_CASES, section_problem
 from raglab.workbook.checks.core import NOT_IMPLEMENTED, show
-from raglab.chunking import chunk as reference_chunk
 
 # These tests use the reference (and variations of it) as a learner's function.
 pytestmark = pytest.mark.usefixtures("references_reachable")

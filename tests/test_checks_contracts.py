@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglab.chunking import Chunker
+from raglab.records import Chunk, Document
 from raglab.workbook import checks
 from raglab.workbook.checks.contracts import (
     CHUNK_CASES,
@@ -21,8 +23,6 @@ from raglab.workbook.checks.contracts import (
     reference_chunk_violations,
 )
 from raglab.workbook.checks.core import NOT_IMPLEMENTED
-from raglab.chunking import Chunker
-from raglab.records import Chunk, Document
 
 # These tests use the reference (and variations of it) as a learner's function.
 pytestmark = pytest.mark.usefixtures("references_reachable")

@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.workbook import checks
 from raglab.access import can_read
+from raglab.records import Chunk, Hit, Principal
+from raglab.vectors import top_k
+from raglab.workbook import checks
 from raglab.workbook.checks import CHECKS, design
 from raglab.workbook.checks.core import NOT_IMPLEMENTED
 from raglab.workbook.checks.design import (
@@ -23,8 +25,6 @@ from raglab.workbook.checks.design import (
     random_search_cases,
     reference_search_readable,
 )
-from raglab.records import Chunk, Hit, Principal
-from raglab.vectors import top_k
 
 # These tests use the reference (and variations of it) as a learner's function.
 pytestmark = pytest.mark.usefixtures("references_reachable")

@@ -9,7 +9,6 @@ import raglab
 import raglab.chunking as reference
 from raglab.workbook import checks
 
-
 _alias = reference.chunk
 
 

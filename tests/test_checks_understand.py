@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from raglab.prompting import ABSTENTION
 from raglab.workbook import checks
 from raglab.workbook.checks import CHECKS
 from raglab.workbook.checks.core import NOT_IMPLEMENTED
@@ -16,7 +17,6 @@ from raglab.workbook.checks.understand import (
     describe,
     make_answer,
 )
-from raglab.prompting import ABSTENTION
 
 # These tests use the reference (and variations of it) as a learner's function.
 pytestmark = pytest.mark.usefixtures("references_reachable")

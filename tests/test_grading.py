@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.workbook.exercises import build_exercises, is_check_cell, student_cell
 from raglab.workbook.checks.core import one_line
+from raglab.workbook.exercises import build_exercises, is_check_cell, student_cell
 from raglab.workbook.gradebook import (
     CSV_COLUMNS,
     ExerciseGrade,

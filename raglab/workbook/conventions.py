@@ -40,10 +40,22 @@ OLD_IMPORTS = (
 )
 
 
-def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False,
-               locked: bool = False, points: int | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked,
-                            "schema_version": NBGRADER_SCHEMA, "solution": solution, "task": False}
+def _nbgrader(
+    grade_id: str,
+    *,
+    solution: bool = False,
+    grade: bool = False,
+    locked: bool = False,
+    points: int | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": NBGRADER_SCHEMA,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return meta

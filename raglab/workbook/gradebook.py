@@ -76,7 +76,8 @@ class GradeReport:
 
     def of(self, learner: str, notebook: str | None = None) -> list[ExerciseGrade]:
         return [
-            g for g in self.grades
+            g
+            for g in self.grades
             if g.learner == learner and (notebook is None or g.notebook == notebook)
         ]
 
@@ -99,7 +100,9 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
 
 def format_table(report: GradeReport) -> str:
     """One row per learner × exercise, a total per notebook and per learner, then the class."""
-    rows: list[tuple[str, ...]] = [("learner", "notebook", "exercise", "points", "result", "message")]
+    rows: list[tuple[str, ...]] = [
+        ("learner", "notebook", "exercise", "points", "result", "message")
+    ]
     for learner in report.learners():
         notebooks = list(dict.fromkeys(g.notebook for g in report.of(learner)))
         with_exercises = [n for n in notebooks if total(report.of(learner, n)).exercises]
@@ -107,7 +110,16 @@ def format_table(report: GradeReport) -> str:
             grades = report.of(learner, notebook)
             for g in grades:
                 points = f"{g.points}/{g.max_points}" if g.graded else ""
-                rows.append((learner, notebook, g.exercise, points, g.result, _cut(g.message, TABLE_MESSAGE)))
+                rows.append(
+                    (
+                        learner,
+                        notebook,
+                        g.exercise,
+                        points,
+                        g.result,
+                        _cut(g.message, TABLE_MESSAGE),
+                    )
+                )
             if len(with_exercises) > 1 and notebook in with_exercises:
                 t = total(grades)
                 rows.append((learner, notebook, "(notebook)", f"{t.points}/{t.max_points}", "", ""))
@@ -116,8 +128,10 @@ def format_table(report: GradeReport) -> str:
     whole = total(report.grades)
     return "\n".join(
         _aligned(rows)
-        + [f"{whole.passed} of {whole.exercises} exercises pass, "
-           f"{whole.points} of {whole.max_points} points ({len(report.learners())} learners)"]
+        + [
+            f"{whole.passed} of {whole.exercises} exercises pass, "
+            f"{whole.points} of {whole.max_points} points ({len(report.learners())} learners)"
+        ]
     )
 
 
@@ -125,7 +139,16 @@ def summary_rows(report: GradeReport) -> list[tuple[str, ...]]:
     rows = []
     for learner in report.learners():
         t = total(report.of(learner))
-        rows.append((learner, str(t.points), str(t.max_points), f"{t.percent:.1f}", str(t.passed), str(t.exercises)))
+        rows.append(
+            (
+                learner,
+                str(t.points),
+                str(t.max_points),
+                f"{t.percent:.1f}",
+                str(t.passed),
+                str(t.exercises),
+            )
+        )
     return rows
 
 
@@ -140,8 +163,17 @@ def write_csv(report: GradeReport, path: Path) -> None:
         writer = csv.writer(file)
         writer.writerow(CSV_COLUMNS)
         for g in report.grades:
-            writer.writerow([g.learner, g.notebook, g.exercise, g.points, g.max_points,
-                             "true" if g.passed else "false", g.message])
+            writer.writerow(
+                [
+                    g.learner,
+                    g.notebook,
+                    g.exercise,
+                    g.points,
+                    g.max_points,
+                    "true" if g.passed else "false",
+                    g.message,
+                ]
+            )
 
 
 def write_summary_csv(report: GradeReport, path: Path) -> None:

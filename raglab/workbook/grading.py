@@ -178,7 +178,10 @@ def read_grades(executed: Any) -> dict[str, tuple[bool, str]] | None:
     for output in executed.cells[-1].get("outputs", []):
         for line in output.get("text", "").split("\n"):
             if line.startswith(MARKER):
-                return {g["exercise"]: (g["passed"], g["message"]) for g in json.loads(line[len(MARKER):])}
+                return {
+                    g["exercise"]: (g["passed"], g["message"])
+                    for g in json.loads(line[len(MARKER) :])
+                }
     return None
 
 
@@ -192,8 +195,9 @@ def grade_notebook(
     learner = learner or learner_of(path)
 
     def row(exercise: str, passed: bool, message: str, points: int = 0, graded: bool = True):
-        return ExerciseGrade(learner, path.name, exercise, passed, points if passed else 0,
-                             points, message, graded)
+        return ExerciseGrade(
+            learner, path.name, exercise, passed, points if passed else 0, points, message, graded
+        )
 
     try:
         nb = nbformat.read(path, as_version=4)
@@ -201,14 +205,27 @@ def grade_notebook(
         return [row(NO_EXERCISE, False, f"could not read the notebook: {error}")]
     exercises = declared_exercises(nb)
     if not exercises:
-        return [row(NO_EXERCISE, False, "no exercises in this notebook (nothing to grade)", graded=False)]
+        return [
+            row(
+                NO_EXERCISE, False, "no exercises in this notebook (nothing to grade)", graded=False
+            )
+        ]
     try:
-        results = read_grades(run_notebook(nb, exercises, cwd=path.parent.resolve(), timeout=timeout))
+        results = read_grades(
+            run_notebook(nb, exercises, cwd=path.parent.resolve(), timeout=timeout)
+        )
         reason = "the grading cell printed nothing (did the kernel die?)"
     except Exception as error:  # the kernel died or could not start
-        results, reason = None, f"the notebook could not be run ({type(error).__name__}: {one_line(str(error))})"
+        results, reason = (
+            None,
+            f"the notebook could not be run ({type(error).__name__}: {one_line(str(error))})",
+        )
     return [
-        row(item["exercise"], *(results or {}).get(item["exercise"], (False, reason)), item["points"])
+        row(
+            item["exercise"],
+            *(results or {}).get(item["exercise"], (False, reason)),
+            item["points"],
+        )
         for item in exercises
     ]
 
@@ -271,7 +288,11 @@ def grade(
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
 
     def one_learner(learner: str) -> list[ExerciseGrade]:
-        return [g for path in work[learner] for g in grade_notebook(path, learner=learner, timeout=timeout)]
+        return [
+            g
+            for path in work[learner]
+            for g in grade_notebook(path, learner=learner, timeout=timeout)
+        ]
 
     results: dict[str, list[ExerciseGrade]] = {}
     start = time.monotonic()
@@ -285,8 +306,10 @@ def grade(
                 passed = [g for g in results[learner] if g.graded]
                 points = sum(g.points for g in passed)
                 most = sum(g.max_points for g in passed)
-                progress(f"[{done}/{len(work)}] {learner}: {points}/{most} points "
-                         f"({time.monotonic() - start:.0f} s)")
+                progress(
+                    f"[{done}/{len(work)}] {learner}: {points}/{most} points "
+                    f"({time.monotonic() - start:.0f} s)"
+                )
     return GradeReport(tuple(g for learner in work for g in results[learner]))
 
 
@@ -307,16 +330,37 @@ def grade_command(argv: list[str]) -> int:
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="notebooks (.ipynb) or folders of them"
     )
-    parser.add_argument("--csv", type=Path, metavar="FILE",
-                        help="write one row per learner × exercise to this CSV file")
-    parser.add_argument("--summary", action="store_true",
-                        help="print one row per learner (total, percentage) instead of every exercise")
-    parser.add_argument("--summary-csv", type=Path, metavar="FILE",
-                        help="write one row per learner to this CSV file")
-    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="S",
-                        help=f"seconds allowed per cell (default {DEFAULT_TIMEOUT})")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="learners graded at once (default: the number of cores)")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="write one row per learner × exercise to this CSV file",
+    )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print one row per learner (total, percentage) instead of every exercise",
+    )
+    parser.add_argument(
+        "--summary-csv",
+        type=Path,
+        metavar="FILE",
+        help="write one row per learner to this CSV file",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds allowed per cell (default {DEFAULT_TIMEOUT})",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="learners graded at once (default: the number of cores)",
+    )
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error(f"--timeout must be > 0 seconds (got {args.timeout})")
@@ -328,11 +372,18 @@ def grade_command(argv: list[str]) -> int:
         print(f"raglab grade: error: {error}", file=sys.stderr)
         return 1
     if not work:
-        print("raglab grade: error: no notebooks (.ipynb) found in "
-              + ", ".join(map(str, args.paths)), file=sys.stderr)
+        print(
+            "raglab grade: error: no notebooks (.ipynb) found in "
+            + ", ".join(map(str, args.paths)),
+            file=sys.stderr,
+        )
         return 1
-    report = grade(work, timeout=args.timeout, jobs=args.jobs,
-                   progress=lambda line: print(line, file=sys.stderr, flush=True))
+    report = grade(
+        work,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
     print(format_summary(report) if args.summary else format_table(report))
     for path, write in ((args.csv, write_csv), (args.summary_csv, write_summary_csv)):
         if path:

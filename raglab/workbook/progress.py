@@ -48,7 +48,9 @@ def notebook_progress(nb: dict, name: str) -> list[ExerciseProgress]:
     }
     return [
         ExerciseProgress(
-            name, item["exercise"], item["points"],
+            name,
+            item["exercise"],
+            item["points"],
             check_status(checks[item["exercise"]]) if item["exercise"] in checks else NOT_RUN,
         )
         for item in exercise_list(nb)
@@ -58,7 +60,11 @@ def notebook_progress(nb: dict, name: str) -> list[ExerciseProgress]:
 def folder_progress(folder: Path) -> list[ExerciseProgress]:
     if not folder.is_dir():
         raise ExerciseError(f"no such folder: {folder}")
-    return [entry for path in _notebooks_in(folder) for entry in notebook_progress(_read(path), path.name)]
+    return [
+        entry
+        for path in _notebooks_in(folder)
+        for entry in notebook_progress(_read(path), path.name)
+    ]
 
 
 def format_progress(entries: list[ExerciseProgress]) -> str:
@@ -79,8 +85,13 @@ def progress_command(argv: list[str]) -> int:
         description="Show which exercises you have passed so far, read from your saved "
         "notebooks (save after running a check).",
     )
-    parser.add_argument("folder", nargs="?", type=Path, default=EXERCISES,
-                        help=f"your notebooks (default {EXERCISES}/)")
+    parser.add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        default=EXERCISES,
+        help=f"your notebooks (default {EXERCISES}/)",
+    )
     args = parser.parse_args(argv)
     try:
         entries = folder_progress(args.folder)

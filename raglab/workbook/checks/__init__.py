@@ -9,6 +9,7 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 
 from collections.abc import Callable
 
+from raglab.chunking import chunk as _chunk
 from raglab.workbook.checks import chunking, contracts, design, understand
 from raglab.workbook.checks.chunking import (
     check_chunk,
@@ -17,7 +18,6 @@ from raglab.workbook.checks.chunking import (
     reference_sections,
 )
 from raglab.workbook.checks.contracts import *  # noqa: F403 — each module lists its checks in __all__
-from raglab.chunking import chunk as _chunk
 from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from itertools import zip_longest
 from typing import Any
 
+from raglab.chunking import split_sections as reference_sections  # the engine's own splitter
 from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,
@@ -17,7 +18,6 @@ from raglab.workbook.checks.core import (
     run_cases,
     show,
 )
-from raglab.chunking import split_sections as reference_sections  # the engine's own splitter
 
 # --- exercise 1: the seed's character chunker ----------------------------------------------
 

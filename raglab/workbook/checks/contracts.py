@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
+from raglab.records import Chunk, Document, content_hash
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,
@@ -30,7 +31,6 @@ from raglab.workbook.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.records import Chunk, Document, content_hash
 
 __all__ = [
     "check_chunk_violations",

@@ -190,7 +190,8 @@ def references_hidden(fn: Callable[..., Any]) -> Iterator[None]:
     """
     places = _places(fn)
     closure = [
-        cell for cell in (getattr(fn, "__closure__", None) or ())
+        cell
+        for cell in (getattr(fn, "__closure__", None) or ())
         if _reference_name(_cell_value(cell)) is not None
     ]
     saved = [(ns, key, ns[key]) for ns, key, _ in places]
@@ -303,8 +304,9 @@ class CheckFailed(AssertionError):
     """A failed check under nbgrader, which gives a cell its points when it does not raise."""
 
 
-def check_failed_traceback(shell: Any, etype: type, value: BaseException, tb: Any,
-                           tb_offset: int | None = None) -> list[str]:
+def check_failed_traceback(
+    shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None
+) -> list[str]:
     """IPython shows a CheckFailed as its message alone: the verdict, not raglab's insides."""
     return [str(value)]
 

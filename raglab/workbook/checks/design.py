@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from raglab.records import Chunk, Hit, Principal
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     CheckResult,
@@ -35,7 +36,6 @@ from raglab.workbook.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.records import Chunk, Hit, Principal
 
 __all__ = [
     "PROPOSED_DESIGN",

@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from raglab.citations import verify_citations
+from raglab.generation import is_abstention
+from raglab.prompting import ABSTENTION
+from raglab.records import Answer, Chunk, Hit
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     Case,
@@ -23,10 +27,6 @@ from raglab.workbook.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.citations import verify_citations
-from raglab.generation import is_abstention
-from raglab.prompting import ABSTENTION
-from raglab.records import Answer, Chunk, Hit
 
 __all__ = ["check_cited_doc_ids", "check_lifecycle_of"]
 
