@@ -287,3 +287,22 @@ def test_grade_command_errors(tmp_path, capsys):
         grade_command([str(tmp_path), "--timeout", "0"])
     with pytest.raises(ValueError, match=r"timeout must be > 0 seconds \(got timeout=0\)"):
         grade([], timeout=0)
+
+
+def test_a_crash_or_an_endless_cell_costs_only_that_learner(workbook):
+    root = workbook / "risky"
+    complete = read(workbook / "notebooks" / NAME)
+    for learner, source in (("crash", "import os\nos._exit(1)"), ("loop", "while True:\n    pass")):
+        nb = read(workbook / "notebooks" / NAME)
+        nb.cells.insert(3, nbformat.v4.new_code_cell(source))
+        (root / learner).mkdir(parents=True)
+        nbformat.write(nb, root / learner / NAME)
+    (root / "fine").mkdir()
+    nbformat.write(complete, root / "fine" / NAME)
+    report = grade(submissions([root]), timeout=3, jobs=2)
+    points = {learner: sum(g.points for g in report.of(learner)) for learner in report.learners()}
+    # The endless cell is interrupted after 3 s and the run goes on: its exercises still count.
+    assert points == {"crash": 0, "fine": 5, "loop": 5}
+    assert {g.message for g in report.of("crash")} == {
+        "the notebook could not be run (DeadKernelError: Kernel died)"
+    }
