@@ -124,12 +124,20 @@ def old_pattern_notebook():
         outputs=[nbformat.v4.new_output("stream", text="✅ chunk: all pass\n")], execution_count=3,
     )
     widget = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\n# NBVAL_RAISES_EXCEPTION\nx = 1")
-    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title"), solution, check, widget])
+    imports = nbformat.v4.new_code_cell("from pathlib import Path")
+    data = nbformat.v4.new_code_cell(
+        'CORPUS = Path("../data/corpus")\nqs = load_questions("../data/questions.jsonl")'
+    )
+    return nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Title"), imports, data, solution, check, widget]
+    )
 
 
 def test_normalise_turns_an_old_pattern_notebook_into_the_workbook_shape():
     nb = normalise_notebook(old_pattern_notebook())
-    title, solution, check, widget = nb.cells
+    title, imports, data, solution, check, widget = nb.cells
+    assert imports.source == "from raglab import sample_corpus, sample_questions\nfrom pathlib import Path"
+    assert data.source == "CORPUS = sample_corpus()\nqs = load_questions(sample_questions())"
     assert solution.source.startswith(SOLUTION_LABEL + "\ndef chunk(")
     assert solution.metadata["jupyter"] == {"source_hidden": True} and solution.metadata["tags"] == ["hide-input"]
     assert solution.metadata["nbgrader"] == {

@@ -11,7 +11,9 @@ after it — becomes one whose test plumbing is metadata, not text a learner rea
   shows only that line) and carries nbgrader's solution metadata;
 - its check cell is an nbgrader autograded test cell worth the exercise's points, tagged
   `check`, with no output committed: the learner has not tried yet;
-- markdown cells are nbgrader's locked (read-only) cells.
+- markdown cells are nbgrader's locked (read-only) cells;
+- the sample data is found through the package (`sample_corpus()`), not `../data`:
+  nbgrader and instructors run notebooks from other folders.
 
 Running it twice changes nothing.
 """
@@ -33,6 +35,19 @@ NBVAL_TAGS = {
 NBVAL_LINE = re.compile(r"^#\s*(NBVAL_\w+)[ \t]*(\n|$)", re.MULTILINE)
 NBGRADER_SCHEMA = 3  # nbgrader 0.9's cell metadata version
 DEFAULT_POINTS = 1
+# Paths relative to notebooks/ -> the package's own way to find the sample data.
+DATA_PATHS = (
+    (
+        re.compile(r"""Path\(["']\.\./data/corpus/?["']\)|["']\.\./data/corpus/?["']"""),
+        "sample_corpus",
+    ),
+    (
+        re.compile(
+            r"""Path\(["']\.\./data/questions\.jsonl["']\)|["']\.\./data/questions\.jsonl["']"""
+        ),
+        "sample_questions",
+    ),
+)
 # Imports from before the teaching machinery moved to raglab.workbook.
 OLD_IMPORTS = (
     (re.compile(r"\bfrom raglab import checks\b"), "from raglab.workbook import checks"),
@@ -107,9 +122,27 @@ def _grade_check(cell: dict, exercise: dict) -> None:
     cell["execution_count"] = None
 
 
+def _sample_data_through_the_package(cells: list[dict]) -> None:
+    """`Path("../data/corpus")` -> `sample_corpus()`, imported in the first code cell."""
+    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    needed = set()
+    for cell in code:
+        for pattern, function in DATA_PATHS:
+            cell["source"], found = pattern.subn(f"{function}()", cell["source"])
+            if found:
+                needed.add(function)
+    first = code[0] if code else None
+    missing = sorted(
+        f for f in needed if first and not re.search(rf"import .*\b{f}\b", first["source"])
+    )
+    if first is not None and missing:
+        first["source"] = f"from raglab import {', '.join(missing)}\n" + first["source"]
+
+
 def normalise_notebook(nb: dict) -> dict:
     """The notebook in the workbook's shape (a new notebook; the argument is left unchanged)."""
     nb = copy.deepcopy(nb)
+    _sample_data_through_the_package(nb["cells"])
     exercise: dict | None = None  # the solution cell just seen, waiting for its check cell
     for i, cell in enumerate(nb["cells"]):
         cell.setdefault("metadata", {})
