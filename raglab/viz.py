@@ -50,7 +50,8 @@ __all__ = [
 # One style, set once (white backgrounds, 7 x 4.5 in at 100 dpi, colour-blind-safe).
 FIGSIZE = (7.0, 4.5)
 DPI = 100
-OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+# Okabe & Ito's colour-blind-safe palette, yellow last: it is faint on white.
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
 QUESTION_COLOUR = "black"  # reserved for the question
 HIDDEN_COLOUR = "#b0b0b0"  # reserved for what access hides
 
@@ -220,7 +221,7 @@ def colour_map(categories: Sequence[str]) -> dict[str, str]:
     return {c: OKABE_ITO[i % len(OKABE_ITO)] for i, c in enumerate(sorted(set(categories)))}
 
 
-def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Any = None) -> Any:
+def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Limits | None = None) -> Any:
     """The honest retrieval map, with a panel of the real cosine scores beside it.
 
     `limits` ((x0, x1), (y0, y1)) fixes the axes, so maps of different questions compare.
@@ -254,7 +255,8 @@ def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Any = None) 
     # Below the figure, so it never hides a point; one fixed place for every question.
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7,
                frameon=False)
-    ax.set_title(title or f"{m.agreement} of the top-{m.k} are also nearest on this map", fontsize=10)
+    default = f"{m.agreement} of the top-{m.k} are also nearest on this map"
+    ax.set_title(title or default, fontsize=10)
     _score_panel(bars, m)
     return fig
 
@@ -278,7 +280,10 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
-def map_limits(xy: np.ndarray, margin: float = 0.05) -> tuple[tuple[float, float], tuple[float, float]]:
+Limits = tuple[tuple[float, float], tuple[float, float]]
+
+
+def map_limits(xy: np.ndarray, margin: float = 0.05) -> Limits:
     """Axis limits covering every point of `xy`, with a margin: fixed for an explorer."""
     low, high = xy.min(axis=0), xy.max(axis=0)
     pad = (high - low) * margin
@@ -348,7 +353,7 @@ def plot_lines(x: ArrayLike, lines: dict[str, ArrayLike], *, xlabel: str = "", y
         ax.plot(x, y, color=colour, lw=2, label=label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)  # "best" depends only on the data: still deterministic
     ax.set_title(title, fontsize=10)
     return fig
 

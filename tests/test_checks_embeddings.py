@@ -173,19 +173,24 @@ def embed_nan_for_empty(text, dim=64):
         return v / np.linalg.norm(v)
 
 
+def _recipe_bucket(word, dim):
+    h = _blake(word)
+    return h % dim, 1.0 if h >> 63 == 0 else -1.0
+
+
 def embed_no_lowercase(text, dim=64):
     words = WORD.findall(text)
-    return _signed_buckets(words, dim, lambda w, d: (_blake(w) % d, 1.0 if _blake(w) >> 63 == 0 else -1.0))
+    return _signed_buckets(words, dim, _recipe_bucket)
 
 
 def embed_split_on_spaces(text, dim=64):
     words = text.lower().split()
-    return _signed_buckets(words, dim, lambda w, d: (_blake(w) % d, 1.0 if _blake(w) >> 63 == 0 else -1.0))
+    return _signed_buckets(words, dim, _recipe_bucket)
 
 
 def embed_set_of_words(text, dim=64):
     words = sorted(set(WORD.findall(text.lower())))
-    return _signed_buckets(words, dim, lambda w, d: (_blake(w) % d, 1.0 if _blake(w) >> 63 == 0 else -1.0))
+    return _signed_buckets(words, dim, _recipe_bucket)
 
 
 def embed_no_dim_check(text, dim=64):

@@ -85,7 +85,8 @@ def run_checks(
         else:
             why = problem(case, outcome, judge)
         if why is not None:
-            if explain is not None and not expects_error(case) and not isinstance(case.expected, Raises):
+            plain_value = not (expects_error(case) or isinstance(case.expected, Raises))
+            if explain is not None and plain_value:
                 lines = explain(case, outcome, why)
             else:
                 lines = failure(name, case, outcome, why)

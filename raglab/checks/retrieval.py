@@ -69,10 +69,13 @@ def _brief(value: Any) -> str:
 
 def _explain(name: str) -> Callable[[Case, Outcome, str], list[str]]:
     def explain(case: Case, outcome: Outcome, why: str) -> list[str]:
-        args = ", ".join([_brief(a) for a in case.args] + [f"{k}={v!r}" for k, v in case.kwargs.items()])
-        expected = case.expected.__name__ if isinstance(case.expected, type) else _brief(case.expected)
-        lines = [f"input:    {name}({args})", f"expected: {expected}"]
-        lines.append(f"got:      {show_outcome(outcome) if outcome.error or outcome.endless else _brief(outcome.value)}")
+        keywords = [f"{k}={v!r}" for k, v in case.kwargs.items()]
+        args = ", ".join([_brief(a) for a in case.args] + keywords)
+        expected = case.expected
+        shown = expected.__name__ if isinstance(expected, type) else _brief(expected)
+        raised = outcome.error is not None or outcome.endless
+        got = show_outcome(outcome) if raised else _brief(outcome.value)
+        lines = [f"input:    {name}({args})", f"expected: {shown}", f"got:      {got}"]
         if why:
             lines.append(f"why:      {why}")
         return lines
@@ -110,7 +113,9 @@ def _judge_top_k(case: Case, outcome: Outcome) -> str | None:
     return None
 
 
-def _top_k_case(name: str, query: Sequence[float], vectors: Sequence[Sequence[float]], k: int) -> Case:
+def _top_k_case(
+    name: str, query: Sequence[float], vectors: Sequence[Sequence[float]], k: int
+) -> Case:
     q = np.array(query, dtype=np.float64)
     m = np.array(vectors, dtype=np.float64)
     if k <= 0:
@@ -218,7 +223,9 @@ def check_bm25_scores(fn: Callable[..., Any]) -> CheckResult:
 # --- exercise 3: reciprocal rank fusion --------------------------------------------------------
 
 
-def reference_rrf(rankings: Sequence[Sequence[str]], k: int, rrf_k: int = 60) -> list[tuple[str, float]]:
+def reference_rrf(
+    rankings: Sequence[Sequence[str]], k: int, rrf_k: int = 60
+) -> list[tuple[str, float]]:
     """The engine's fusion, on plain id lists: [(id, fused score), ...], best first.
 
     >>> reference_rrf([["a", "b"], ["b", "c"]], 2)
@@ -241,7 +248,8 @@ def _judge_rrf(case: Case, outcome: Outcome) -> str | None:
         return f"expected the ids {[i for i, _ in want]}, got {[i for i, _ in got]}"
     for (i, score), (_, right) in zip(got, want):
         if abs(score - right) > 1e-9:
-            return f"{i!r} should score {right:.6f} (Σ 1 / (rrf_k + rank), ranks from 1), got {score:.6f}"
+            return (f"{i!r} should score {right:.6f} (Σ 1 / (rrf_k + rank), ranks from 1), "
+                    f"got {score:.6f}")
     return None
 
 
@@ -352,7 +360,8 @@ def check_filtered_top_k(fn: Callable[..., Any]) -> CheckResult:
 
 def _explain_access(case: Case, outcome: Outcome, why: str) -> list[str]:
     principal: Principal = case.args[3]
-    lines = [f"input:    {principal}, k={case.args[4]}, over the 8 chunks of checks.retrieval.ACCESS_CHUNKS",
+    where = "over the 8 chunks of checks.retrieval.ACCESS_CHUNKS"
+    lines = [f"input:    {principal}, k={case.args[4]}, {where}",
              f"expected: {case.expected}", f"got:      {show_outcome(outcome)}"]
     if why:
         lines.append(f"why:      {why}")
