@@ -24,7 +24,7 @@ scikit-learn are imported inside the functions that use them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ __all__ = [
     "RetrievalMap",
     "fit_pca",
     "map_limits",
+    "on_tsne",
     "plot_bars",
     "plot_lines",
     "plot_heatmap",
@@ -135,7 +136,7 @@ class RetrievalMap:
     top: np.ndarray  # the true top-k rows (full dimension, readable only), best first
     scores: np.ndarray  # their cosine scores
     near: np.ndarray  # the k readable rows nearest the star on the map, nearest first
-    explained: tuple[float, float]
+    axis_labels: tuple[str, str]  # e.g. "PC1 (8% of variance)"
     labels: tuple[str, ...] = ()  # a name per chunk, for the score panel
 
     @property
@@ -179,13 +180,10 @@ def retrieval_map(
     xy = projection.transform(rows)
     star = projection.transform(np.asarray(query, dtype=np.float32)[None, :])[0]
     eligible = np.flatnonzero(allowed)
-    if eligible.size == 0:
-        top = scores = near = np.zeros(0, dtype=np.int64)
-    else:
+    top, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    if eligible.size:
         picked, scores = top_k(query, rows[eligible], k)  # filter first, then score
         top = eligible[picked]
-        distance = np.linalg.norm(xy[eligible] - star, axis=1)
-        near = eligible[np.argsort(distance, kind="stable")[: len(top)]]
     return RetrievalMap(
         xy=xy,
         categories=tuple(categories),
@@ -193,10 +191,32 @@ def retrieval_map(
         question_xy=star,
         top=np.asarray(top, dtype=np.int64),
         scores=np.asarray(scores, dtype=np.float32),
-        near=np.asarray(near, dtype=np.int64),
-        explained=projection.explained,
+        near=_nearest_on_map(xy, star, eligible, len(top)),
+        axis_labels=(projection.axis_label(0), projection.axis_label(1)),
         labels=tuple(labels),
     )
+
+
+def _nearest_on_map(xy: np.ndarray, star: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """The `count` of `rows` closest to the star in 2D, nearest first (ties by lower row)."""
+    distance = np.linalg.norm(xy[rows] - star, axis=1)
+    return rows[np.argsort(distance, kind="stable")[:count]].astype(np.int64)
+
+
+def on_tsne(
+    m: RetrievalMap, vectors: ArrayLike, query: ArrayLike, *, seed: int = 0
+) -> RetrievalMap:
+    """The same retrieval (rings, scores, access) drawn on a t-SNE map instead of PCA.
+
+    t-SNE is fitted on the chunks and the question together (it cannot place a point
+    on an existing map), so the map is redrawn for every question, and its clusters
+    and gaps change with the seed.
+    """
+    points = np.vstack([np.asarray(vectors, dtype=np.float32), np.asarray(query, np.float32)])
+    xy = tsne_2d(points, seed=seed)
+    near = _nearest_on_map(xy[:-1], xy[-1], np.flatnonzero(m.readable), m.k)
+    return replace(m, xy=xy[:-1], question_xy=xy[-1], near=near,
+                   axis_labels=(f"t-SNE 1 (seed {seed})", "t-SNE 2"))
 
 
 # --- drawing --------------------------------------------------------------------------------
@@ -247,8 +267,8 @@ def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Limits | Non
         ax.scatter(*m.xy[m.top].T, s=90, facecolors="none", edgecolors=QUESTION_COLOUR,
                    linewidths=1.4, label=f"retrieved (true top-{m.k})")
     ax.scatter(*m.question_xy, s=260, marker="*", color=QUESTION_COLOUR, label="question", zorder=5)
-    ax.set_xlabel(f"PC1 ({m.explained[0]:.0%} of variance)")
-    ax.set_ylabel(f"PC2 ({m.explained[1]:.0%} of variance)")
+    ax.set_xlabel(m.axis_labels[0])
+    ax.set_ylabel(m.axis_labels[1])
     if limits is not None:
         ax.set_xlim(*limits[0])
         ax.set_ylim(*limits[1])

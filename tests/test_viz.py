@@ -105,6 +105,20 @@ def test_near_not_top_lists_map_neighbours_that_were_not_retrieved():
     assert m.agreement == 0
 
 
+def test_on_tsne_keeps_what_retrieval_found_and_moves_only_the_picture():
+    x = cloud(n=45)
+    readable = np.arange(45) % 5 != 0
+    pca = viz.retrieval_map(x, x[2], 4, categories=["a"] * 45, readable=readable)
+    tsne = viz.on_tsne(pca, x, x[2], seed=0)
+    assert tsne.top.tolist() == pca.top.tolist() and tsne.scores.tolist() == pca.scores.tolist()
+    assert tsne.readable.tolist() == readable.tolist()
+    assert tsne.xy.shape == (45, 2) and tsne.axis_labels[0] == "t-SNE 1 (seed 0)"
+    assert all(readable[r] for r in tsne.near) and len(tsne.near) == 4
+    d = np.linalg.norm(tsne.xy - tsne.question_xy, axis=1)
+    assert np.all(d[tsne.near].max() <= d[readable & ~np.isin(np.arange(45), tsne.near)])
+    assert pca.axis_labels[0].startswith("PC1 (")
+
+
 def test_retrieval_map_with_nothing_readable_marks_nothing():
     x = cloud(n=9)
     m = viz.retrieval_map(x, x[0], 3, categories=["a"] * 9, readable=[False] * 9)
