@@ -10,7 +10,16 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 from collections.abc import Callable
 
 from raglab.chunking import chunk as _chunk
-from raglab.workbook.checks import chunking, contracts, design, understand
+from raglab.vectors import cosine as _cosine
+from raglab.vectors import top_k as _top_k
+from raglab.workbook.checks import (
+    chunking,
+    contracts,
+    design,
+    embeddings,
+    retrieval,
+    understand,
+)
 from raglab.workbook.checks.chunking import (
     check_chunk,
     check_chunk_sections,
@@ -20,6 +29,8 @@ from raglab.workbook.checks.chunking import (
 from raglab.workbook.checks.contracts import *  # noqa: F403 — each module lists its checks in __all__
 from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden
 from raglab.workbook.checks.design import *  # noqa: F403
+from raglab.workbook.checks.embeddings import *  # noqa: F403
+from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
 
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
@@ -27,6 +38,8 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **contracts.CHECKS,  # 02
     **design.CHECKS,  # 03
     **chunking.CHECKS,  # 04
+    **embeddings.CHECKS,  # 05
+    **retrieval.CHECKS,  # 06
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -37,12 +50,29 @@ REFERENCES: tuple[Callable, ...] = (
     design.reference_search_readable,  # 03
     _chunk,  # 04
     reference_sections,
+    _cosine,  # 05
+    embeddings.reference_hash_embed,
+    _top_k,  # 06
+    retrieval.BM25,
+    retrieval.reciprocal_rank_fusion,
+    retrieval.reference_rrf,
+    retrieval.reference_filtered_top_k,
 )
+
+# Exercise function -> the references it may call: an exercise that builds on an earlier
+# one may use that one's reference (filtering first, then ranking with top_k, is the lesson).
+BUILDS_ON: dict[str, tuple[Callable, ...]] = {
+    "top_k": (_cosine,),
+    "filtered_top_k": (_cosine, _top_k),
+}
 
 __all__ = [  # noqa: F405 — plus every name in the notebook modules' __all__
     *understand.__all__,
     *contracts.__all__,
     *design.__all__,
+    *embeddings.__all__,
+    *retrieval.__all__,
+    "BUILDS_ON",
     "CHECKS",
     "CheckFailed",
     "CheckResult",

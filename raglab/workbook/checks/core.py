@@ -136,15 +136,20 @@ class ReferenceHidden(RuntimeError):
     """Raised by the stand-in that replaces a reference while a learner's function runs."""
 
 
-def _references() -> dict[int, str]:
-    """id -> name of every exercise's reference implementation (checks.REFERENCES)."""
-    from raglab.workbook.checks import REFERENCES
+def _references(fn: Callable[..., Any] | None = None) -> dict[int, str]:
+    """id -> name of every reference implementation hidden while `fn` runs.
 
-    return {id(ref): ref.__name__ for ref in REFERENCES}
+    That is every exercise's reference (checks.REFERENCES) except those the exercise
+    builds on (checks.BUILDS_ON, looked up by the function's name).
+    """
+    from raglab.workbook.checks import BUILDS_ON, REFERENCES
+
+    allowed = {id(ref) for ref in BUILDS_ON.get(getattr(fn, "__name__", ""), ())}
+    return {id(ref): ref.__name__ for ref in REFERENCES if id(ref) not in allowed}
 
 
-def _reference_name(value: Any) -> str | None:
-    return _references().get(id(value))
+def _reference_name(value: Any, fn: Callable[..., Any] | None = None) -> str | None:
+    return _references(fn).get(id(value))
 
 
 def _stand_in(name: str) -> Callable[..., Any]:
@@ -167,7 +172,7 @@ def _places(fn: Callable[..., Any]) -> list[tuple[dict, str, str]]:
     """
     key = (id(fn), len(sys.modules))
     if key not in _places_cache:
-        references = _references()
+        references = _references(fn)
         namespaces = [vars(m) for m in list(sys.modules.values()) if hasattr(m, "__dict__")]
         namespaces.append(getattr(fn, "__globals__", {}))
         _places_cache.clear()
@@ -192,7 +197,7 @@ def references_hidden(fn: Callable[..., Any]) -> Iterator[None]:
     closure = [
         cell
         for cell in (getattr(fn, "__closure__", None) or ())
-        if _reference_name(_cell_value(cell)) is not None
+        if _reference_name(_cell_value(cell), fn) is not None
     ]
     saved = [(ns, key, ns[key]) for ns, key, _ in places]
     saved_cells = [(cell, cell.cell_contents) for cell in closure]
