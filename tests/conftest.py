@@ -26,4 +26,4 @@ def references_reachable(monkeypatch):
     """
     from raglab.workbook.checks import core
 
-    monkeypatch.setattr(core, "_references", dict)
+    monkeypatch.setattr(core, "_references", lambda fn=None: {})

@@ -15,6 +15,8 @@ from raglab.workbook.checks.retrieval import reference_filtered_top_k, reference
 
 # --- top_k ------------------------------------------------------------------------------------
 
+pytestmark = pytest.mark.usefixtures("references_reachable")
+
 
 def _cosines(query, vectors):
     q = np.asarray(query, float)

@@ -62,6 +62,7 @@ REFERENCES: tuple[Callable, ...] = (
 # Exercise function -> the references it may call: an exercise that builds on an earlier
 # one may use that one's reference (filtering first, then ranking with top_k, is the lesson).
 BUILDS_ON: dict[str, tuple[Callable, ...]] = {
+    "search_readable": (_cosine, _top_k),  # 03: the filter is the exercise, not the ranking
     "top_k": (_cosine,),
     "filtered_top_k": (_cosine, _top_k),
 }
