@@ -9,6 +9,7 @@ use them, so `import raglab` stays quick.
 """
 
 from raglab.access import can_read, eligible_rows
+from raglab.bm25 import BM25, tokenize
 from raglab.chunking import Chunker, chunk
 from raglab.citations import CitationReport, parse_citations, verify_citations
 from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
@@ -23,7 +24,6 @@ from raglab.evaluation import (
     recall_at_k,
 )
 from raglab.generation import ExtractiveGenerator, Generator, OpenAIChatGenerator, is_abstention
-from raglab.keyword import BM25, tokenize
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
 from raglab.pipeline import Index, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt

@@ -2,7 +2,7 @@
 
 Three ways to rank, all behind one function:
 - dense:  embed the question, exact cosine top-k over the store's vectors;
-- bm25:   keyword scores (raglab.keyword.BM25) over the same chunks;
+- bm25:   keyword scores (raglab.bm25.BM25) over the same chunks;
 - hybrid: both rankings fused by reciprocal rank fusion (RRF).
 
 Access is decided first, every time: the store scores only the chunks the principal may
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from raglab.bm25 import BM25
 from raglab.embedders import Embedder
-from raglab.keyword import BM25
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 
