@@ -28,7 +28,7 @@ from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
 from raglab.pipeline import Index, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt
 from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
-from raglab.retrieval import RETRIEVERS, Retriever, reciprocal_rank_fusion
+from raglab.retrieval import METHODS, Retriever, reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
 from raglab.stores import (
     DimensionMismatch,
@@ -49,8 +49,8 @@ __all__ = [
     "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
     "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
     "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "Generator", "HashingEmbedder",
-    "Hit", "Index", "LSAEmbedder", "MemoryStore", "OpenAIChatGenerator", "Principal", "Prompt",
-    "Question", "RETRIEVERS", "Retriever", "SQLiteStore", "StoreError", "VectorStore", "ask",
+    "Hit", "Index", "LSAEmbedder", "METHODS", "MemoryStore", "OpenAIChatGenerator", "Principal", "Prompt",
+    "Question", "Retriever", "SQLiteStore", "StoreError", "VectorStore", "ask",
     "available_embedders", "build_prompt", "can_read", "chunk", "cosine", "eligible_rows",
     "embedder", "evaluate", "hit_rate_at_k", "is_abstention", "load_file", "load_folder",
     "load_questions", "mrr", "ndcg_at_k", "normalise", "parse_citations", "recall_at_k",

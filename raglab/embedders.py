@@ -421,7 +421,10 @@ class LSAEmbedder:
                              f"from {n_texts} text(s))")
         # The SVD of an n_texts x n_terms matrix has at most min(n_texts, n_terms) directions.
         svd = TruncatedSVD(n_components=min(self.dim, n_texts, n_terms), random_state=self.seed)
-        svd.fit(tfidf)
+        # One text has no variance: sklearn's explained-variance ratio (which no vector
+        # uses) is then 0 / 0. Common with one fit per tenant: a tenant of one chunk.
+        with np.errstate(invalid="ignore"):
+            svd.fit(tfidf)
         release = ".".join(sklearn.__version__.split(".")[:2])
         model = _LSAModel(fingerprint(texts), release, vectorizer, svd)
         return LSAEmbedder(dim=self.dim, seed=self.seed, model=model)

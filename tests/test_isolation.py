@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab import Chunker, Index, Principal, RETRIEVERS, available_embedders, embedder, sync
+from raglab import Chunker, Index, Principal, METHODS, available_embedders, embedder, sync
 from raglab.evaluation import load_questions
 from raglab.loaders import load_folder
 from raglab.samples import sample_corpus, sample_questions
@@ -73,7 +73,7 @@ def _results(index: Index) -> dict[tuple[str, str], list[tuple[str, float]]]:
                 q.question, Principal("attack", q.tenant, q.groups), K
             )
         ]
-        for method in RETRIEVERS
+        for method in METHODS
         for q in QUESTIONS
     }
 

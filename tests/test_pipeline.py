@@ -78,11 +78,41 @@ def test_reopened_lsa_index_is_the_same_model(tmp_path):
     path = tmp_path / "lsa.sqlite"
     built = Index.from_folder(folder, embedder="lsa", path=path)
     reopened = Index.open(path)
-    assert reopened.embedder.version == built.embedder.version
+    fit = reopened.retriever().embedder_for("acme")
+    assert fit.version == built.retriever().embedder_for("acme").version
+    assert fit.version == reopened.store.meta["embedder_version"]["acme"]
     question, principal = "How do I report a lost laptop?", Principal("u", "acme")
-    assert [h.chunk.id for h in reopened.search(question, principal)] == [
-        h.chunk.id for h in built.search(question, principal)
-    ]
+    assert reopened.search(question, principal) == built.search(question, principal)
+
+
+def test_an_lsa_index_opened_with_other_settings_is_refused_when_a_tenant_asks(tmp_path):
+    folder = copy_corpus(tmp_path)
+    path = tmp_path / "lsa.sqlite"
+    Index.from_folder(folder, embedder="lsa", path=path)
+    other = Index.open(path, embedder=LSAEmbedder(seed=1))
+    with pytest.raises(EmbedderMismatch, match=r"\(tenant 'acme'\) was built with embedder 'lsa'"):
+        other.search("lost laptop", Principal("u", "acme"), method="dense")
+    assert other.search("lost laptop", Principal("u", "globex"), method="dense") == []  # nothing indexed
+
+
+def test_bm25_sees_a_document_rewritten_under_the_same_chunk_ids(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("The parking permit is renewed every spring.\n", encoding="utf-8")
+    (folder / "b.md").write_text("Lunch is served at noon in the canteen.\n", encoding="utf-8")
+    path = tmp_path / "index.sqlite"
+    Index.from_folder(folder, path=path)
+    index, asker = Index.open(path), Principal("u")
+    for method in ("bm25", "hybrid"):
+        assert [h.chunk.id for h in index.search("parking", asker, k=1, method=method)] == ["a.md#0"]
+
+    # Rewritten by another process (as `raglab index` would be): same chunk id, new words.
+    (folder / "a.md").write_text("The bicycle permit is renewed every spring.\n", encoding="utf-8")
+    assert Index.from_folder(folder, path=path).report.updated == ("a.md",)
+    assert index.search("parking", asker, method="bm25") == []
+    for method in ("bm25", "hybrid"):
+        (hit,) = index.search("bicycle", asker, k=1, method=method)
+        assert (hit.chunk.id, hit.chunk.text) == ("a.md#0", "The bicycle permit is renewed every spring.")
 
 
 def test_opening_an_index_with_another_embedder_is_refused(tmp_path):

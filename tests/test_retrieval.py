@@ -2,7 +2,16 @@
 
 import pytest
 
-from raglab import Chunker, Document, HashingEmbedder, MemoryStore, Principal, Retriever, sync
+from raglab import (
+    Chunker,
+    Document,
+    HashingEmbedder,
+    LSAEmbedder,
+    MemoryStore,
+    Principal,
+    Retriever,
+    sync,
+)
 from raglab.records import Chunk, Hit
 from raglab.retrieval import RRF_K, reciprocal_rank_fusion
 
@@ -53,6 +62,29 @@ def test_bm25_statistics_ignore_chunks_the_principal_cannot_read(store):
     assert [(h.chunk.id, h.score) for h in before] == [(h.chunk.id, h.score) for h in after]
 
 
+def test_bm25_model_follows_a_rewrite_under_the_same_chunk_ids():
+    store = MemoryStore()
+    sync(store, DOCS, chunker=Chunker(), embedder=HashingEmbedder())
+    retriever, asker = Retriever(store, HashingEmbedder(), "bm25"), Principal("u", "acme")
+    assert [h.chunk.doc_id for h in retriever.search("vacation", asker, k=5)] == ["acme/leave.md"]
+    rewritten = Document("acme/leave.md", "Employees get 25 holiday days a year.", tenant="acme")
+    sync(store, [*DOCS[:1], rewritten, *DOCS[2:]], chunker=Chunker(), embedder=HashingEmbedder())
+    assert retriever.search("vacation", asker, k=5) == []
+    (hit,) = retriever.search("holiday", asker, k=5)
+    assert (hit.chunk.id, hit.chunk.text) == ("acme/leave.md#0", rewritten.text)
+
+
+def test_lsa_questions_are_embedded_by_their_tenants_fit():
+    store = MemoryStore()
+    sync(store, DOCS, chunker=Chunker(), embedder=LSAEmbedder(dim=8))
+    retriever = Retriever(store, LSAEmbedder(dim=8), "dense")
+    acme_texts = [c.text for c in store.chunks() if c.tenant == "acme"]
+    assert retriever.embedder_for("acme") == LSAEmbedder(dim=8).fit(acme_texts)
+    assert retriever.embedder_for("initech") is None  # nothing indexed, nothing to fit
+    assert retriever.search("vacation days", Principal("u", "initech"), k=5) == []
+    assert retriever.search("vacation days", Principal("u", "acme"), k=1)[0].chunk.doc_id == "acme/leave.md"
+
+
 def test_min_score_drops_weak_hits(store):
     retriever = Retriever(store, HashingEmbedder(), "dense", min_score=0.99)
     assert retriever.search("vacation days", Principal("u", "acme"), k=5) == []
@@ -64,7 +96,7 @@ def test_bm25_returns_nothing_when_no_word_matches(store):
 
 
 def test_unknown_method_and_bad_k_are_refused(store):
-    with pytest.raises(ValueError, match="unknown retriever 'sparse'; choose from: dense, bm25, hybrid"):
+    with pytest.raises(ValueError, match="unknown retrieval method 'sparse'; choose from: dense, bm25, hybrid"):
         Retriever(store, HashingEmbedder(), "sparse")
     with pytest.raises(ValueError, match="k must be > 0"):
         Retriever(store, HashingEmbedder()).search("q", Principal("u"), k=0)
