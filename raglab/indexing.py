@@ -91,10 +91,11 @@ def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None
         return
     name, dim, recorded = meta["embedder_name"], meta["embedder_dim"], meta["embedder_version"]
     version = embedder.version
-    if isinstance(recorded, dict):  # fitted per tenant
-        recorded = recorded.get(tenant) if tenant is not None else None
-        version = version if tenant is not None else None
-        where += f" (tenant {tenant!r})" if tenant is not None else ""
+    if isinstance(recorded, dict) and tenant is None:  # fitted per tenant: name and dim only
+        recorded = version = None
+    elif isinstance(recorded, dict):  # the version of this tenant's fit
+        recorded = recorded.get(tenant, "none recorded")
+        where += f" (tenant {tenant!r})"
     elif is_fittable(embedder) and name == embedder.name:
         raise EmbedderMismatch(
             f"{where} holds one {name!r} fit for every tenant at once (an older raglab made "
@@ -109,7 +110,9 @@ def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None
 
 
 def _describe(name: str, dim: int, version: str | None) -> str:
-    return f"{name!r} (dim={dim}, " + ("fitted per tenant)" if version is None else f"version={version!r})")
+    """How a message names an embedder; version None: one fit per tenant, not named."""
+    settings = "fitted per tenant" if version is None else f"version={version!r}"
+    return f"{name!r} (dim={dim}, {settings})"
 
 
 def _fit(embedder: Any, tenant: str, texts: Sequence[str]) -> Embedder:
@@ -191,11 +194,7 @@ def sync(
             {
                 "embedder_name": embedder.name,
                 "embedder_dim": embedder.dim,
-                "embedder_version": (
-                    {tenant: fit.version for tenant, fit in fits.items()}
-                    if is_fittable(embedder)
-                    else embedder.version
-                ),
+                "embedder_version": _version_to_record(embedder, fits),
                 "chunker": params,
             }
         )
@@ -208,6 +207,13 @@ def sync(
         len(chunks),
         everything or _refit_reason(refitted),
     )
+
+
+def _version_to_record(embedder: Embedder, fits: dict[str, Embedder]) -> str | dict[str, str]:
+    """What `meta["embedder_version"]` holds: the version, or each tenant's fit's version."""
+    if is_fittable(embedder):
+        return {tenant: fit.version for tenant, fit in fits.items()}
+    return embedder.version
 
 
 def _fit_per_tenant(
@@ -299,7 +305,8 @@ def _refuse_other_embedder(store: VectorStore, meta: dict[str, Any], embedder: E
     dim_differs = store.dim is not None and store.dim != embedder.dim
     if name_differs or dim_differs:
         recorded = meta["embedder_version"]
-        stored = _describe(meta["embedder_name"], store.dim, None if isinstance(recorded, dict) else recorded)
+        version = None if isinstance(recorded, dict) else recorded  # a dict: one per tenant
+        stored = _describe(meta["embedder_name"], store.dim, version)
         raise EmbedderMismatch(
             f"the index was built with embedder {stored} but sync was given "
             f"{_describe(embedder.name, embedder.dim, embedder.version)}; "

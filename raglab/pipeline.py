@@ -15,13 +15,14 @@ from pathlib import Path
 
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
-from raglab.embedders import Embedder, embedder as make_embedder
+from raglab.embedders import Embedder
+from raglab.embedders import embedder as make_embedder
 from raglab.generation import ExtractiveGenerator, Generator, is_abstention
+from raglab.indexing import check_embedder, sync
 from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.records import Answer, Hit, Principal
 from raglab.retrieval import Retriever
-from raglab.indexing import check_embedder, sync
 from raglab.sqlite_store import SQLiteStore
 from raglab.stores import MemoryStore, SyncReport, VectorStore
 

