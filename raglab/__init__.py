@@ -23,7 +23,9 @@ from raglab.evaluation import (
     ndcg_at_k,
     recall_at_k,
 )
-from raglab.generation import ExtractiveGenerator, Generator, OpenAIChatGenerator, is_abstention
+from raglab.extractive import ExtractiveGenerator
+from raglab.generation import Generator, is_abstention
+from raglab.openai_http import GenerationError, OpenAIChatGenerator
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
 from raglab.pipeline import Index, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt
@@ -48,9 +50,10 @@ __all__ = [
     "sample_questions",
     "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
     "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
-    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "Generator", "HashingEmbedder",
-    "Hit", "Index", "LSAEmbedder", "METHODS", "MemoryStore", "OpenAIChatGenerator", "Principal", "Prompt",
-    "Question", "Retriever", "SQLiteStore", "StoreError", "VectorStore", "ask",
+    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "GenerationError", "Generator",
+    "HashingEmbedder", "Hit", "Index", "LSAEmbedder", "METHODS", "MemoryStore",
+    "OpenAIChatGenerator", "Principal", "Prompt", "Question", "Retriever", "SQLiteStore",
+    "StoreError", "VectorStore", "ask",
     "available_embedders", "build_prompt", "can_read", "chunk", "cosine", "eligible_rows",
     "embedder", "evaluate", "hit_rate_at_k", "is_abstention", "load_file", "load_folder",
     "load_questions", "mrr", "ndcg_at_k", "normalise", "parse_citations", "recall_at_k",

@@ -13,8 +13,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-EXIT_USAGE = 2
-
 EXAMPLES = """\
 examples:
   raglab ask "How many vacation days do I get?" --docs data/corpus --tenant acme
@@ -24,8 +22,32 @@ examples:
 """
 
 
+USER_ERRORS = (ValueError, OSError, RuntimeError)
+"""What a user can cause: bad input (StoreError, DocumentError, bad flag values are all
+ValueErrors), a missing or unreadable file (OSError), a failing model or LLM server."""
+
+EXIT_BROKEN_PIPE = 128 + 13
+"""What a shell reports for a program ended by SIGPIPE (`raglab ... | head` stopped reading)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the one place where a user's error becomes `raglab: error: ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = run_command(argv)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the try, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away: stop quietly. Python would flush stdout again at exit and
+        # print a second BrokenPipeError, so point stdout at /dev/null (as its docs advise).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except USER_ERRORS as error:
+        print(f"raglab: error: {error}", file=sys.stderr)
+        return 1
+
+
+def run_command(argv: list[str]) -> int:
     # The workbook commands parse their own arguments.
     if argv[:1] == ["exercises"]:
         from raglab.exercises import exercises_command
@@ -36,11 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return grade_command(argv[1:])
     args = build_parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except (ValueError, OSError, RuntimeError) as error:
-        print(f"raglab: error: {error}", file=sys.stderr)
-        return 1
+    return args.run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,7 +168,7 @@ def make_generator(args: argparse.Namespace):
         return None
     if args.llm_model is None:
         raise ValueError("--llm-url needs --llm-model")
-    from raglab.generation import OpenAIChatGenerator
+    from raglab.openai_http import OpenAIChatGenerator
 
     return OpenAIChatGenerator(args.llm_url, args.llm_model, os.environ.get("RAGLAB_API_KEY"))
 

@@ -17,14 +17,15 @@ from raglab.chunking import Chunker
 from raglab.citations import verify_citations
 from raglab.embedders import Embedder
 from raglab.embedders import embedder as make_embedder
-from raglab.generation import ExtractiveGenerator, Generator, is_abstention
+from raglab.extractive import ExtractiveGenerator
+from raglab.generation import Generator, is_abstention
 from raglab.indexing import check_embedder, sync
 from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.records import Answer, Hit, Principal
 from raglab.retrieval import Retriever
 from raglab.sqlite_store import SQLiteStore
-from raglab.stores import MemoryStore, SyncReport, VectorStore
+from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
@@ -65,8 +66,13 @@ class Index:
         """
         loaded = load_folder(folder)
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        store = MemoryStore() if path is None else SQLiteStore.open_or_create(path)
-        report = sync(store, loaded.documents, chunker=chunker or Chunker(), embedder=embedder)
+        chunker = chunker or Chunker()
+        if path is None:
+            store: VectorStore = MemoryStore()
+            report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
+        else:  # one writer at a time; a first build shows up whole or not at all
+            with SQLiteStore.writing(path) as store:
+                report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
         return cls(store, report.embedder, report, loaded.errors)
 
     @classmethod
@@ -81,6 +87,9 @@ class Index:
         """
         store = SQLiteStore.open(path)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
+        if embedder is None:  # made by hand, or left by a raglab that built in two steps
+            raise StoreError(f"index file {str(path)!r} is incomplete (it records no "
+                             "embedder): run raglab index again")
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         # A fittable embedder's per-tenant fits are checked when a tenant first asks.
         check_embedder(store, embedder)

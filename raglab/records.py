@@ -117,5 +117,7 @@ class Answer:
 
     @property
     def verified(self) -> bool:
-        """True when every citation marker in the text points at a retrieved source."""
-        return not self.invalid_citations
+        """True when the text's claims rest on retrieved sources: it cites at least one,
+        and every `[n]` marker points at a retrieved source. An abstention claims nothing,
+        so it is verified too; an uncited or empty text is not."""
+        return not self.invalid_citations and (self.abstained or bool(self.citations))

@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raglab.citations import CitationReport, parse_citations, verify_citations
-from raglab.records import Chunk, Citation, Hit
+from raglab.prompting import ABSTENTION
+from raglab.records import Answer, Chunk, Citation, Hit
 
 
 def hits(count: int) -> list[Hit]:
@@ -116,3 +117,15 @@ def test_every_marker_is_either_valid_or_invalid_never_both(numbers, n_sources):
     assert all(c.hit is sources[c.n - 1] for c in report.citations)
     assert len(valid) == len(set(valid)) and len(report.invalid) == len(set(report.invalid))
     assert report.ok == all(1 <= n <= n_sources for n in numbers)
+
+
+def test_an_answer_is_verified_only_when_it_cites_retrieved_sources():
+    hit = Hit(Chunk("leave.md", 0, "Leave is 25 days.", 0, 17), 1.0)
+    cited = Answer("Leave is 25 days [1].", (Citation(1, hit),), (hit,))
+    assert cited.verified
+    assert not Answer("Leave is 25 days.", retrieved=(hit,)).verified  # cites nothing
+    assert not Answer("", retrieved=(hit,)).verified  # says nothing
+    assert not Answer(
+        "25 [1], 30 [7].", (Citation(1, hit),), (hit,), invalid_citations=(7,)
+    ).verified
+    assert Answer(ABSTENTION, retrieved=(hit,), abstained=True).verified  # claims nothing

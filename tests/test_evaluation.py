@@ -368,7 +368,8 @@ def test_undefined_averages_are_none():
     only_unanswerable = [Question("q3", "?", answerable=False)]
     report = evaluate(only_unanswerable, search=lambda q, d: [], answer=lambda q: Answer("no"))
     assert report.recall_at_k is None and report.mrr is None and report.false_abstention is None
-    assert report.abstention_on_unanswerable == 0.0 and report.citations_verified == 1.0
+    assert report.abstention_on_unanswerable == 0.0
+    assert report.citations_verified == 0.0  # "no" cites nothing: an uncited answer is not verified
     assert "n/a" in format_table(report)
 
 

@@ -483,7 +483,7 @@ def test_open_a_folder(tmp_path):
     [
         (bytes(range(256)) * 20, r"not a raglab index \(not a SQLite database"),
         (b"just some notes\n" * 100, r"not a raglab index \(not a SQLite database"),
-        (b"", r"not a raglab index \(missing tables: chunks, documents, meta\)"),
+        (b"", r"incomplete \(its first build did not finish.*run raglab index again"),
     ],
 )
 def test_open_non_index_files(tmp_path, content, reason):
@@ -528,7 +528,8 @@ def test_open_without_format_marker_or_with_broken_meta(tmp_path):
     with pytest.raises(StoreError, match="no 'raglab-index' marker"):
         SQLiteStore.open(path)
     write_meta(path, "format", "{not json")
-    with pytest.raises(StoreError, match="is corrupt: unreadable meta table"):
+    rebuild = "delete it and run raglab index again"
+    with pytest.raises(StoreError, match=rf"is corrupt \(unreadable meta table.*{rebuild}"):
         SQLiteStore.open(path)
 
 
@@ -542,7 +543,7 @@ def test_truncated_vector_blob_is_reported(tmp_path):
     con.close()
     with (
         SQLiteStore.open(path) as store,
-        pytest.raises(StoreError, match="is corrupt: vector blobs do not match dim=4"),
+        pytest.raises(StoreError, match=r"corrupt \(vector blobs do not match dim=4\): delete it"),
     ):
         store.search(unit(1, 0, 0, 0), ANN, k=1)
 
