@@ -88,14 +88,18 @@ class Index:
         store = SQLiteStore.open(path)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
         if embedder is None:  # made by hand, or left by a raglab that built in two steps
-            raise StoreError(f"index file {str(path)!r} is incomplete (it records no "
-                             "embedder): run raglab index again")
+            raise StoreError(
+                f"index file {str(path)!r} is incomplete (it records no "
+                "embedder): run raglab index again"
+            )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         # A fittable embedder's per-tenant fits are checked when a tenant first asks.
         check_embedder(store, embedder)
         return cls(store, embedder)
 
-    def retriever(self, method: str = DEFAULT_METHOD, *, min_score: float | None = None) -> Retriever:
+    def retriever(
+        self, method: str = DEFAULT_METHOD, *, min_score: float | None = None
+    ) -> Retriever:
         """The retriever for `method`, built once and reused (it caches what it fits)."""
         key = (method, min_score)
         if key not in self._retrievers:

@@ -41,7 +41,9 @@ CANDIDATES_PER_RANKER = 4
 one ranker can still be rescued by the other."""
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: int = RRF_K) -> list[Hit]:
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: int = RRF_K
+) -> list[Hit]:
     """Fuse rankings: each chunk scores sum(1 / (rrf_k + rank)) over the lists it is in.
 
     Ranks start at 1. Ties are broken by chunk id, so the fusion is deterministic.
@@ -125,14 +127,18 @@ class Retriever:
         keyword = self.keyword(question, principal, depth)
         return reciprocal_rank_fusion([dense, keyword], k)
 
-    def dense(self, question: str, principal: Principal, k: int, *, min_score: float | None = None) -> list[Hit]:
+    def dense(
+        self, question: str, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
         embedder = self.embedder_for(principal.tenant)
         if embedder is None:
             return []
         query = embedder.embed([question])[0]
         return self.store.search(query, principal, k, min_score=min_score)
 
-    def keyword(self, question: str, principal: Principal, k: int, *, min_score: float | None = None) -> list[Hit]:
+    def keyword(
+        self, question: str, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
         chunks = self.store.chunks(principal)
         if not chunks:
             return []
@@ -141,7 +147,9 @@ class Retriever:
         rows, scores = bm25.search(question, k)
         threshold = 0.0 if min_score is None else min_score
         # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
-        return [Hit(chunks[r], float(s)) for r, s in zip(rows, scores) if s > threshold]
+        return [
+            Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
+        ]
 
     def embedder_for(self, tenant: str) -> Embedder | None:
         """The embedder for questions of `tenant` (`raglab.indexing.tenant_embedder`).

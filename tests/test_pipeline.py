@@ -59,7 +59,9 @@ def test_index_file_is_incremental(tmp_path):
     assert first.added and not first.updated and not first.removed
 
     leave = folder / "acme" / "policies" / "leave.md"
-    leave.write_text(leave.read_text(encoding="utf-8") + "\nNew paragraph about leave.\n", encoding="utf-8")
+    leave.write_text(
+        leave.read_text(encoding="utf-8") + "\nNew paragraph about leave.\n", encoding="utf-8"
+    )
     (folder / "acme" / "benefits.md").unlink()
     second = Index.from_folder(folder, path=path).report
     assert second.updated == ("acme/policies/leave.md",)
@@ -129,9 +131,9 @@ def test_opening_an_index_with_another_embedder_is_refused(tmp_path):
 def test_a_corrupt_index_file_is_refused_clearly(tmp_path):
     path = tmp_path / "broken.sqlite"
     path.write_bytes(b"this is not a database" * 50)
-    with pytest.raises(StoreError, match="broken.sqlite"):
+    with pytest.raises(StoreError, match=r"broken\.sqlite"):
         Index.open(path)
-    with pytest.raises(StoreError, match="missing.sqlite"):
+    with pytest.raises(StoreError, match=r"missing\.sqlite"):
         Index.open(tmp_path / "missing.sqlite")
 
 
