@@ -1,4 +1,4 @@
-"""Speed of raglab.neural's numpy MiniLM, and of sentence-transformers when it is installed.
+"""Speed of raglab.minilm's numpy MiniLM, and of sentence-transformers when it is installed.
 
     python benchmarks/bench_neural.py [--threads 1]
 
@@ -37,15 +37,15 @@ sys.path.insert(0, str(ROOT))  # runs from an environment where raglab is not in
 
 import numpy as np
 
-from raglab.neural import MiniLMEmbedder, find_model_dir
+from raglab.minilm import MiniLMEmbedder, find_model_dir
 
 # (label, sentences, words each): short queries, and chunks the size of raglab's default
 # 800-character chunk.
 WORKLOADS = [("short", 500, 36), ("chunk", 64, 140)]
 
-COLD_NUMPY = "from raglab.neural import MiniLMEmbedder; MiniLMEmbedder().embed(['hello'])"
+COLD_NUMPY = "from raglab.minilm import MiniLMEmbedder; MiniLMEmbedder().embed(['hello'])"
 COLD_ST = (
-    "from sentence_transformers import SentenceTransformer; from raglab.neural import "
+    "from sentence_transformers import SentenceTransformer; from raglab.minilm import "
     "find_model_dir; SentenceTransformer(str(find_model_dir()), device='cpu').encode(['hello'])"
 )
 

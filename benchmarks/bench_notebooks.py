@@ -16,7 +16,7 @@ import nbformat
 
 from _util import print_table
 
-from raglab.grading import execute as run_cells
+from raglab.workbook.grading import execute as run_cells
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -92,7 +92,7 @@ class BM25:
 
     >>> bm25 = BM25().fit(["the cat sat", "the dog sat down", "a cat and a cat"])
     >>> bm25.search("cat", 2)
-    (array([2, 0]), array([0.24859697, 0.21183263], dtype=float32))
+    TopK(indices=array([2, 0]), scores=array([0.24859697, 0.21183263], dtype=float32))
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""The `raglab` command: ask, index, eval — and, for the workbook, exercises and grade.
+"""The `raglab` command: ask, index, eval — and, for the workbook, exercises, grade, progress.
 
 Every failure a user can cause (a missing folder, a bad flag value, a corrupt index) ends
 with a one-line `raglab: error: ...` on stderr and a non-zero exit code, never a traceback.
@@ -50,13 +50,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_command(argv: list[str]) -> int:
     # The workbook commands parse their own arguments.
     if argv[:1] == ["exercises"]:
-        from raglab.exercises import exercises_command
+        from raglab.workbook.exercises import exercises_command
 
         return exercises_command(argv[1:])
     if argv[:1] == ["grade"]:
-        from raglab.grading import grade_command
+        from raglab.workbook.grading import grade_command
 
         return grade_command(argv[1:])
+    if argv[:1] == ["progress"]:
+        from raglab.workbook.progress import progress_command
+
+        return progress_command(argv[1:])
     args = build_parser().parse_args(argv)
     return args.run(args)
 
@@ -70,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A small, offline RAG engine: index a folder of documents, ask questions "
         "with cited answers, and evaluate retrieval.",
         epilog=EXAMPLES + "\nworkbook commands:\n  raglab exercises build|check   student notebooks\n"
-        "  raglab grade PATH... [--csv FILE]   grade learners' notebooks\n",
+        "  raglab grade PATH... [--csv FILE] [--summary]   grade learners' notebooks\n"
+        "  raglab progress [FOLDER]   the exercises you have passed so far\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -233,8 +238,9 @@ def run_eval(args: argparse.Namespace) -> int:
     from raglab.pipeline import ask
     from raglab.records import Principal
 
-    questions = load_questions(args.questions)
+    load_questions(args.questions)  # a malformed file fails before the index is built
     index = open_index(args)
+    questions = load_questions(args.questions, doc_ids=index.store.documents())
 
     def principal(q) -> Principal:
         return Principal(f"eval:{q.id}", q.tenant, q.groups)

@@ -435,7 +435,7 @@ def _tfidf() -> Any:
 
 def _minilm(**options: Any) -> Embedder:
     # Imported here so `import raglab.embedders` never loads the neural weights.
-    from raglab.neural import MiniLMEmbedder
+    from raglab.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder(**options)
 

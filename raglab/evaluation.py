@@ -21,6 +21,8 @@ Two rules shared by every metric:
 
 from __future__ import annotations
 
+import codecs
+import difflib
 import json
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -216,21 +218,26 @@ def _parse_question(line: str) -> Question:
     return Question(**obj)
 
 
-def load_questions(path: str | Path) -> list[Question]:
+def load_questions(
+    path: str | Path, *, doc_ids: Collection[str] | None = None
+) -> list[Question]:
     """Read a question set: JSONL, one question object a line, blank lines skipped.
 
-    Raises `QuestionSetError` naming the file, the line number and the reason for bad JSON,
-    a missing or unknown field, a wrong type, an answerable question with no relevant_docs,
-    or a duplicate id.
+    Raises `QuestionSetError` naming the file, the line number and the reason for bytes
+    that are not UTF-8, bad JSON, a missing or unknown field, a wrong type, an answerable
+    question with no relevant_docs, or a duplicate id. With `doc_ids` (the corpus's
+    document ids, once it is known), a `relevant_docs` or `leak_docs` entry naming a
+    document not among them is an error too: a typo would otherwise score a silent 0.
     """
     questions: list[Question] = []
     first_line_of: dict[str, int] = {}
-    text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in _numbered_lines(path):
         if not line.strip():
             continue
         try:
             question = _parse_question(line)
+            if doc_ids is not None:
+                _check_doc_ids(question, doc_ids)
         except ValueError as err:
             raise QuestionSetError(path, number, str(err)) from None
         if question.id in first_line_of:
@@ -240,6 +247,29 @@ def load_questions(path: str | Path) -> list[Question]:
         first_line_of[question.id] = number
         questions.append(question)
     return questions
+
+
+def _numbered_lines(path: str | Path) -> Iterable[tuple[int, str]]:
+    """(line number, text) for each line of the file, each checked to be UTF-8 on its own."""
+    data = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8)
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            reason = f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at column {err.start + 1})"
+            raise QuestionSetError(path, number, reason) from None
+
+
+def _check_doc_ids(question: Question, doc_ids: Collection[str]) -> None:
+    """Refuse a relevant_docs or leak_docs entry that names no document of the corpus."""
+    for name in ("relevant_docs", "leak_docs"):
+        for doc in getattr(question, name):
+            if doc not in doc_ids:
+                close = difflib.get_close_matches(doc, list(doc_ids), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(
+                    f"{name} names {doc!r}, which is not a document of the corpus{hint}"
+                )
 
 
 # --- the runner --------------------------------------------------------------------------------

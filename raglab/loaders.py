@@ -6,7 +6,7 @@ A corpus is a folder; a document's id is its POSIX path relative to that folder
 - it lies inside the approved folder once symbolic links are resolved (a link pointing
   out of the folder is refused: it could expose any file on the machine);
 - it is a regular file of at most `max_bytes` bytes, not binary (no NUL byte) and valid
-  UTF-8 (a leading byte-order mark is dropped);
+  UTF-8 (a leading byte-order mark is dropped: it marks the encoding, it is not content);
 - its optional front matter is well formed (see `parse_front_matter`).
 
 One bad file never loses the rest: `load_folder` collects a `DocumentError` for it and
@@ -27,12 +27,46 @@ It is a small subset of YAML, parsed by hand: `key: value`, inline lists `[a, b]
 version are accepted: an unknown key is an error, not silently ignored, because a typo
 such as `grups:` would otherwise leave a restricted document readable by everyone.
 `Document.text` is the body after the front matter; chunk offsets index into it.
+
+Access rules for ambiguous files. Front matter decides who may read a document, so a
+file that *looks* as if it carries front matter but cannot be read as such is refused
+with a `DocumentError` (file, line, reason), never indexed as a public "default" document.
+Lines are compared as a reader sees them: Unicode NFKC-folded (full-width letters
+become ASCII), invisible format characters (zero-width space, soft hyphen, a second
+byte-order mark, bidi marks) removed, surrounding spaces ignored, any letter case, so a
+look-alike cannot slip past. Refused:
+
+- displaced front matter: the first non-blank line is a `---` look-alike followed by
+  `key:` lines, but it is not exactly `---` on line 1 (blank lines, a space or an
+  invisible character come before it);
+- TOML front matter (`+++` as the first non-blank line): not supported;
+- unfenced front matter: the file opens with `key:` lines holding `tenant:` or `groups:`
+  but no `---` line (add the fences; a text that really starts so needs front matter);
+- misplaced front matter: anywhere later, a `---` look-alike that opens a block of
+  `key:` lines holding `tenant:` or `groups:` (in any case). This also catches such a
+  block inside a code example: reword the example (it cannot be told apart safely).
+
+`load_folder` applies two more rules, which need the whole corpus. The sample corpus
+keeps each tenant's documents in a top-level folder named after it (`acme/...`), so a
+top-level folder whose name is exactly a tenant some loaded document declares is that
+tenant's folder, and every file in it must carry that tenant:
+
+- a file whose front matter names another tenant is refused (fix the tenant or move
+  the file): a document is never indexed under a tenant its folder contradicts;
+- a file with no tenant (no front matter, or none of its own) is refused rather than
+  silently made public in "default" or silently given the folder's tenant: its groups
+  are unknown too, so only its author can say who may read it.
+
+A refused file is reported in `LoadResult.errors` (the CLI prints "skipped <file>:
+<reason>") and indexed nowhere.
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +79,8 @@ policies and notes is far more likely a mistake (a log, a dump) than a document.
 SUFFIXES = (".md", ".txt")
 FRONT_MATTER_KEYS = ("groups", "tenant", "title", "version")
 FENCE = "---"
+ACCESS_KEYS = ("groups", "tenant")
+"""The front-matter keys that decide who may read a document."""
 
 
 class CorpusError(ValueError):
@@ -97,7 +133,37 @@ def load_folder(root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Load
             documents.append(load_file(path, root=folder, max_bytes=max_bytes))
         except DocumentError as error:
             errors.append(error)
+    misplaced = _tenant_folder_errors(documents)
+    documents = [doc for doc in documents if doc.id not in misplaced]
+    errors = sorted([*errors, *misplaced.values()], key=lambda error: error.path)
     return LoadResult(tuple(documents), tuple(errors))
+
+
+def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]:
+    """An error for each document whose tenant contradicts its tenant folder (module docstring).
+
+    A top-level folder is a tenant's folder when its name is exactly a tenant that some
+    loaded document declares; every document in it must carry that tenant.
+    """
+    known = {doc.tenant for doc in documents}
+    errors: dict[str, DocumentError] = {}
+    for doc in documents:
+        folder, slash, _ = doc.id.partition("/")
+        if not slash or folder not in known or doc.tenant == folder:
+            continue
+        if doc.tenant == DEFAULT_TENANT:
+            reason = (
+                f"refused: it names no tenant (it would be public in tenant {DEFAULT_TENANT!r}) "
+                f"but lies in folder '{folder}/' of tenant {folder!r}; add 'tenant: {folder}' "
+                "and its groups to its front matter"
+            )
+        else:
+            reason = (
+                f"refused: its front matter names tenant {doc.tenant!r} but it lies in "
+                f"folder '{folder}/' of tenant {folder!r}; correct the tenant or move the file"
+            )
+        errors[doc.id] = DocumentError(doc.id, reason)
+    return errors
 
 
 def _candidate_files(folder: Path) -> list[Path]:
@@ -131,7 +197,7 @@ def load_file(
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be > 0 (got max_bytes={max_bytes})")
     doc_id = _document_id(Path(path), Path(root))
-    data = _read_checked(Path(path), Path(root), doc_id, max_bytes)
+    data = _read_inside_corpus(Path(path), Path(root), doc_id, max_bytes)
     text = _decode(data, doc_id)
     fields, body = parse_front_matter(text, doc_id)
     title = fields.get("title") or _default_title(body, Path(path))
@@ -153,7 +219,7 @@ def _document_id(path: Path, root: Path) -> str:
     return relative.as_posix()
 
 
-def _read_checked(path: Path, root: Path, doc_id: str, max_bytes: int) -> bytes:
+def _read_inside_corpus(path: Path, root: Path, doc_id: str, max_bytes: int) -> bytes:
     """The file's bytes, after the where / what / how-big checks."""
     # Subtle: resolve both sides, so a symbolic link is judged by where it really points.
     real = path.resolve()
@@ -220,6 +286,7 @@ def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict, str]:
     """
     lines = text.split("\n")
     if lines[0].rstrip() != FENCE:
+        _refuse_hidden_front_matter(lines, 0, doc_id)
         return {}, text
     for end in range(1, len(lines)):
         if lines[end].rstrip() == FENCE:
@@ -231,7 +298,91 @@ def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict, str]:
     fields: dict = {}
     for number in range(2, end + 1):  # file line numbers start at 1; line 1 is the fence
         _parse_line(lines[number - 1], number, fields, doc_id)
+    _refuse_hidden_front_matter(lines, end + 1, doc_id)
     return fields, "\n".join(lines[end + 1 :])
+
+
+# ---------------------------------------------------------------------------- look-alikes
+
+# A `key:` (or a quoted `"key":`) at the start of a line as `_visible` returns it.
+_KEY = re.compile(r"[\"']?([a-z_][\w-]*)[\"']?\s*:")
+_FENCE_LIKE = re.compile(r"-{3,}")
+
+
+def _visible(line: str) -> str:
+    """`line` as a reader sees it: NFKC-folded, lower-case, stripped, no invisible characters.
+
+    Subtle: NFKC turns full-width look-alikes (`－－－`, `ｔｅｎａｎｔ：`) into ASCII, and
+    dropping format characters (category Cf: zero-width space, soft hyphen, byte-order
+    mark, bidi marks) removes what an editor does not show.
+
+    >>> _visible("\\ufeff －－－ "), _visible("ten\\u200bant: acme")
+    ('---', 'tenant: acme')
+    """
+    if line.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is invisible
+        return line.strip().lower()
+    line = unicodedata.normalize("NFKC", line)
+    return "".join(c for c in line if unicodedata.category(c) != "Cf").strip().lower()
+
+
+def _is_fence_like(line: str) -> bool:
+    """A line a reader would take for a `---` fence (three or more dashes, as `_visible`)."""
+    if line.isascii() and "---" not in line:
+        return False  # the common case, decided without folding
+    return _FENCE_LIKE.fullmatch(_visible(line)) is not None
+
+
+def _block_keys(lines: list[str], start: int) -> set[str]:
+    """The keys of the run of `key: value` lines from `start` (blank and # lines allowed)."""
+    keys: set[str] = set()
+    for index in range(start, len(lines)):  # not lines[start:]: no copy per fence
+        visible = _visible(lines[index])
+        if not visible or visible.startswith("#"):
+            continue
+        match = _KEY.match(visible)
+        if match is None:
+            break
+        keys.add(match.group(1))
+    return keys
+
+
+def _refuse_hidden_front_matter(lines: list[str], start: int, doc_id: str) -> None:
+    """Refuse front matter that is present but would be ignored (rules in the module docstring).
+
+    `start` is the index of the first body line; every line from there is checked.
+    """
+    at_top = start == 0  # no front matter was read: the file's top is checked too
+    for index in range(start, len(lines)):
+        line = lines[index]
+        if at_top and not _visible(line):
+            continue  # blank lines (or invisible ones) before the first content
+        if at_top and _visible(line) == "+++":
+            reason = "TOML front matter ('+++') is not supported; write '---' on line 1"
+            raise DocumentError(doc_id, f"line {index + 1}: {reason}")
+        if at_top and set(_block_keys(lines, index)) & set(ACCESS_KEYS):
+            reason = (
+                "the file opens with front-matter keys but no '---' line; enclose them in "
+                "'---' lines, starting on line 1 (or, if this is text, put front matter first)"
+            )
+            raise DocumentError(doc_id, f"line {index + 1}: {reason}")
+        if _is_fence_like(line):
+            keys = _block_keys(lines, index + 1)
+            if at_top and keys:
+                reason = (
+                    f"{line[:20]!r} looks like front matter, but front matter must start "
+                    "with exactly '---' on line 1 (remove the blank lines, spaces or invisible "
+                    "characters before it); refused rather than indexed as public"
+                )
+                raise DocumentError(doc_id, f"line {index + 1}: {reason}")
+            misplaced = sorted(keys & set(ACCESS_KEYS))
+            if misplaced:
+                reason = (
+                    f"a '---' line followed by {', '.join(key + ':' for key in misplaced)} "
+                    "looks like front matter, but front matter is read only at the top of the "
+                    "file; move it to line 1, or reword these lines"
+                )
+                raise DocumentError(doc_id, f"line {index + 1}: {reason}")
+        at_top = False
 
 
 def _parse_line(raw: str, number: int, fields: dict, doc_id: str) -> None:

@@ -7,7 +7,11 @@ Cosine similarity compares directions, not lengths:
 When every stored row already has length 1 (a *unit* row), cosine is a plain dot
 product, so a search is one matrix-vector product: `scores = rows @ query`. The stores
 keep unit rows for exactly this reason; `UnitMatrix` (or `top_k(..., normalised=True)`)
-is the fast path they call, and `top_k` on a plain array still works.
+skips re-measuring row lengths, and `top_k` on a plain array still works.
+
+Exact top-k is "score every row, keep the k best": `select_top_k(exact_scores(...), k)`.
+`top_k` returns exactly that, bit for bit; it only avoids computing most exact scores,
+by screening the rows with a faster product first (`raglab._topk_fast` explains how).
 
 Ranking rule, used by every ranked list in raglab: higher score first, and equal scores
 in the order of the lower index. `select_top_k(scores, k)` applies it to any scores.
@@ -17,11 +21,25 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["UnitMatrix", "cosine", "normalise", "select_top_k", "top_k"]
+from raglab._topk_fast import rows_near_the_top
+
+__all__ = ["TopK", "UnitMatrix", "cosine", "exact_scores", "normalise", "select_top_k", "top_k"]
+
+
+class TopK(NamedTuple):
+    """The k best rows, best first: `indices` (int64) and their `scores` (float32).
+
+    It unpacks like the pair it is: `indices, scores = top_k(query, vectors, k)`.
+    For a 2-D block of queries both are 2-D, one row per query.
+    """
+
+    indices: np.ndarray
+    scores: np.ndarray
 
 
 def normalise(vectors: ArrayLike) -> np.ndarray:
@@ -89,7 +107,7 @@ def _check_k(k: int) -> int:
     return k
 
 
-def select_top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def select_top_k(scores: np.ndarray, k: int) -> TopK:
     """The `k` best of `scores`: (indices as int64, their scores), best first.
 
     Equal scores come in the order of the lower index. `k` larger than the number of
@@ -97,7 +115,7 @@ def select_top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     and only the scores at that boundary need the tie rule.
 
     >>> select_top_k(np.array([0.5, 0.9, 0.5, 0.5], dtype=np.float32), 3)
-    (array([1, 0, 2]), array([0.9, 0.5, 0.5], dtype=float32))
+    TopK(indices=array([1, 0, 2]), scores=array([0.9, 0.5, 0.5], dtype=float32))
     """
     k = _check_k(k)
     n = scores.shape[0]
@@ -114,7 +132,40 @@ def select_top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         chosen = np.sort(np.concatenate((above, at)))
     # A stable sort keeps equal scores in ascending index order.
     order = chosen[np.argsort(-scores[chosen], kind="stable")]
-    return order.astype(np.int64, copy=False), scores[order]
+    return TopK(order.astype(np.int64, copy=False), scores[order])
+
+
+def exact_scores(rows: np.ndarray, q: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
+    """Cosine of the unit query `q` with each row (float32), every row computed the same way.
+
+    `norms` None: the rows have unit length (or are zero), so cosine is the dot product;
+    otherwise `norms` holds each row's length. einsum treats each row alike, so identical
+    rows get identical scores (a BLAS product need not: see `raglab._topk_fast`).
+    """
+    return _cosines(np.einsum("ij,j->i", rows, q), rows, q, norms)
+
+
+def _cosines(
+    dots: np.ndarray, rows: np.ndarray, q: np.ndarray, norms: np.ndarray | None
+) -> np.ndarray:
+    """Cosines from the dot products of `q` with each row: divide by the row lengths."""
+    if norms is None:
+        return dots
+    np.divide(dots, norms, out=dots, where=norms > 0)  # a zero row's dot is 0 already
+    odd = np.flatnonzero(~((norms > _SAFE_NORMS[0]) & (norms < _SAFE_NORMS[1])))
+    if odd.size:  # rare: zero, tiny or huge rows, redone in float64
+        wide = rows[odd].astype(np.float64)
+        wide_norms = _row_norms(wide)
+        wide_dots = np.einsum("ij,j->i", wide, q.astype(np.float64))
+        dots[odd] = np.divide(
+            wide_dots, wide_norms, out=np.zeros_like(wide_dots), where=wide_norms > 0
+        )
+    return dots
+
+
+# Row lengths outside this range are recomputed in float64: in float32, the squares of
+# values below ~1e-19 vanish and those above ~1e19 overflow (and zero rows land here too).
+_SAFE_NORMS = (1e-15, 1e15)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -126,7 +177,7 @@ class UnitMatrix:
 
     >>> m = UnitMatrix([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
     >>> m.top_k([0.0, 1.0], 2)
-    (array([1, 2]), array([1.        , 0.70710677], dtype=float32))
+    TopK(indices=array([1, 2]), scores=array([1.        , 0.70710677], dtype=float32))
     """
 
     rows: np.ndarray
@@ -151,112 +202,81 @@ class UnitMatrix:
 
     def scores(self, query: ArrayLike) -> np.ndarray:
         """Cosine of `query` with every row (float32), in row order."""
-        return _scores(self.rows, _unit_query(query, self.dim), None, fast=False)
+        return exact_scores(self.rows, _unit_query(query, self.dim, batched=False))
 
-    def top_k(self, query: ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `k` rows most similar to `query`: (indices, cosine scores), best first."""
-        return _search(self.rows, _unit_query(query, self.dim), k, None)
+    def top_k(self, query: ArrayLike, k: int) -> TopK:
+        """The `k` rows most similar to `query` (or to each row of a 2-D block of queries)."""
+        return _top_k_each(self.rows, _unit_query(query, self.dim), k, None)
 
 
 def top_k(
     query: ArrayLike, vectors: ArrayLike | UnitMatrix, k: int, *, normalised: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact cosine top-k: (indices as int64, float32 scores), best first.
+) -> TopK:
+    """Exact cosine top-k: `TopK(indices as int64, float32 scores)`, best first.
 
     Equal scores come in the order of the lower index; `k` larger than the number of
     vectors returns them all; `k <= 0` is a ValueError. Rows must be finite (a
     `UnitMatrix` checks this once; plain arrays are not re-checked on every query).
+    A 2-D block of queries gives one result per query: 2-D indices and scores, one row
+    per query (the batched form).
 
-    - `vectors` a `UnitMatrix`: the fast path (rows normalised once, at build time).
+    - `vectors` a `UnitMatrix`: rows normalised once, at build time.
     - `normalised=True`: the caller promises the rows already have unit length (or are
       zero), e.g. rows from `normalise()` kept by a store; no per-query normalising.
     - otherwise any array of rows: their lengths are computed for this query (a second
       pass over the matrix), so cosine is exact for rows of any length.
 
     >>> top_k([1.0, 0.0], [[0.0, 3.0], [2.0, 0.0], [5.0, 0.0]], 2)
-    (array([1, 2]), array([1., 1.], dtype=float32))
+    TopK(indices=array([1, 2]), scores=array([1., 1.], dtype=float32))
+    >>> top_k([[1.0, 0.0], [0.0, 1.0]], [[0.0, 3.0], [2.0, 0.0]], 1).indices
+    array([[1],
+           [0]])
     """
     if isinstance(vectors, UnitMatrix):
         return vectors.top_k(query, k)
     rows = np.asarray(vectors, dtype=np.float32)
     if rows.ndim != 2:
         raise ValueError(f"vectors must be a 2-D array of rows (got shape {rows.shape})")
-    q = _unit_query(query, rows.shape[1])
+    queries = _unit_query(query, rows.shape[1])
     norms = None if normalised else _row_norms(rows, np.float32)
-    return _search(rows, q, k, norms)
+    return _top_k_each(rows, queries, k, norms)
 
 
-def _unit_query(query: ArrayLike, dim: int) -> np.ndarray:
-    """The query as a unit float32 vector of length `dim` (all zeros stays all zeros)."""
+def _unit_query(query: ArrayLike, dim: int, *, batched: bool = True) -> np.ndarray:
+    """The query (or, if `batched`, a 2-D block of queries) as unit float32 rows of length `dim`."""
     q = np.asarray(query, dtype=np.float32)
-    if q.ndim != 1 or q.shape[0] != dim:
-        raise ValueError(f"query must be a 1-D vector of length {dim} (got shape {q.shape})")
+    if q.ndim not in ((1, 2) if batched else (1,)) or q.shape[-1] != dim:
+        shape = "a 1-D vector or a 2-D block of rows" if batched else "a 1-D vector"
+        raise ValueError(f"query must be {shape} of length {dim} (got shape {q.shape})")
     if not np.isfinite(q).all():
         raise ValueError("query must be finite (found NaN or infinity)")
-    return normalise(q)
+    return normalise(q)  # all zeros stays all zeros
 
 
-def _search(
-    rows: np.ndarray, q: np.ndarray, k: int, norms: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k in two steps: a fast screen of every row, then exact scores near the top.
-
-    Subtle: the fastest way to score all rows is BLAS (`rows @ q`), but BLAS works on
-    blocks of rows and splits them over threads, so two identical rows can get scores
-    that differ in the last bit, and the tie rule would then depend on where a row sits
-    and on the thread count. So BLAS only screens: every row within the rounding
-    tolerance of the k-th fast score is rescored with einsum, which treats each row the
-    same way, and the tie rule is applied to those exact scores. The result equals
-    `select_top_k` over einsum scores of all rows, bit for bit, with any BLAS setup.
-    """
+def _top_k_each(rows: np.ndarray, queries: np.ndarray, k: int, norms: np.ndarray | None) -> TopK:
+    """`_exact_top_k` for one unit query, or for each row of a 2-D block of them."""
     k = _check_k(k)
-    n, dim = rows.shape
-    if k < n:
-        fast = _scores(rows, q, norms, fast=True)
-        kth = -np.partition(-fast, k - 1)[k - 1]
-        # A row whose exact score could reach the exact k-th score: within two tolerances
-        # (one for its own fast score, one for the k-th's) of the fast k-th score.
-        near = np.flatnonzero(fast >= kth - 2 * _rounding_tolerance(dim))
-        if near.size <= n // 8:  # usually k or a few more; else (e.g. a zero query) redo all
-            sub_norms = None if norms is None else norms[near]
-            exact = _scores(rows[near], q, sub_norms, fast=False)
-            chosen, scores = select_top_k(exact, k)  # `near` is ascending: ties stay by index
-            return near[chosen], scores
-    return select_top_k(_scores(rows, q, norms, fast=False), k)
+    if queries.ndim == 1:
+        return _exact_top_k(rows, queries, k, norms)
+    width = min(k, rows.shape[0])
+    indices = np.empty((queries.shape[0], width), dtype=np.int64)
+    scores = np.empty((queries.shape[0], width), dtype=np.float32)
+    for i, q in enumerate(queries):
+        indices[i], scores[i] = _exact_top_k(rows, q, k, norms)
+    return TopK(indices, scores)
 
 
-def _rounding_tolerance(dim: int) -> float:
-    """How far apart two float32 cosines of the same unit vectors can be, summed in any order.
+def _exact_top_k(rows: np.ndarray, q: np.ndarray, k: int, norms: np.ndarray | None) -> TopK:
+    """`select_top_k(exact_scores(rows, q, norms), k)`, bit for bit, scoring few rows exactly.
 
-    Each is within γ_d = d·u/(1 − d·u) of the exact value, u = 2^-24 (Higham, "Accuracy
-    and Stability of Numerical Algorithms", 2nd ed., §3.1; Cauchy–Schwarz bounds
-    Σ|a_i b_i| by |a||b| = 1): 2·d·u apart at most. Doubled again to cover the rounding
-    of row lengths and divisions: d·2^-22 (9e-5 for 384 dimensions).
+    A fast BLAS product screens every row; only the rows that could reach the top k
+    (usually k or a few more) get an exact score. See `raglab._topk_fast`.
     """
-    return dim * 2.0**-22
-
-
-def _scores(rows: np.ndarray, q: np.ndarray, norms: np.ndarray | None, *, fast: bool) -> np.ndarray:
-    """Cosine of the unit query `q` with each row (float32).
-
-    `norms` None: the rows have unit length, so cosine is the dot product. `fast=True`
-    uses BLAS (fastest, may differ in the last bit between identical rows); `fast=False`
-    uses einsum (every row computed the same way: identical rows, identical scores).
-    """
-    dots = rows @ q if fast else np.einsum("ij,j->i", rows, q)
-    if norms is not None:
-        np.divide(dots, norms, out=dots, where=norms > 0)  # a zero row's dot is 0 already
-        odd = np.flatnonzero(~((norms > _SAFE_NORMS[0]) & (norms < _SAFE_NORMS[1])))
-        if odd.size:  # rare: zero, tiny or huge rows, redone in float64
-            wide = rows[odd].astype(np.float64)
-            wide_norms = _row_norms(wide)
-            wide_dots = np.einsum("ij,j->i", wide, q.astype(np.float64))
-            dots[odd] = np.divide(
-                wide_dots, wide_norms, out=np.zeros_like(wide_dots), where=wide_norms > 0
-            )
-    return dots
-
-
-# Row lengths outside this range are recomputed in float64: in float32, the squares of
-# values below ~1e-19 vanish and those above ~1e19 overflow (and zero rows land here too).
-_SAFE_NORMS = (1e-15, 1e15)
+    near = None
+    if k < rows.shape[0]:
+        near = rows_near_the_top(_cosines(rows @ q, rows, q, norms), k, rows.shape[1])
+    if near is None:
+        return select_top_k(exact_scores(rows, q, norms), k)
+    near_norms = None if norms is None else norms[near]
+    chosen, scores = select_top_k(exact_scores(rows[near], q, near_norms), k)
+    return TopK(near[chosen], scores)  # `near` is ascending, so ties stay in index order

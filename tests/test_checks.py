@@ -9,11 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab import checks
-from raglab.checks import CHECKS, CheckResult, check_chunk, check_split_sections, reference_sections
-from raglab.checks.chunking import CHUNK_CASES, SECTION_CASES, section_problem
-from raglab.checks.core import NOT_IMPLEMENTED, show
 from raglab.chunking import chunk as reference_chunk
+from raglab.workbook import checks
+from raglab.workbook.checks import (
+    CHECKS,
+    CheckResult,
+    check_chunk,
+    check_split_sections,
+    reference_sections,
+)
+from raglab.workbook.checks.chunking import CHUNK_CASES, SECTION_CASES, section_problem
+from raglab.workbook.checks.core import NOT_IMPLEMENTED, show
+
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
 
 
 def _valid(size, overlap):
@@ -294,6 +303,7 @@ def test_exercise_ids_are_unique_across_the_workbook():
     import pkgutil
 
     names = [m.name for m in pkgutil.iter_modules(checks.__path__) if m.name != "core"]
-    registries = [importlib.import_module(f"raglab.checks.{name}").CHECKS for name in names]
+    registries = [importlib.import_module(f"raglab.workbook.checks.{name}").CHECKS for name in names]
     assert len(names) >= 2
     assert sum(len(registry) for registry in registries) == len(CHECKS)
+

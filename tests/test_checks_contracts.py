@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab import checks
-from raglab.checks.contracts import (
+from raglab.chunking import Chunker
+from raglab.records import Chunk, Document
+from raglab.workbook import checks
+from raglab.workbook.checks.contracts import (
     CHUNK_CASES,
     CHUNK_INVARIANTS,
     FAILURES,
@@ -20,9 +22,10 @@ from raglab.checks.contracts import (
     random_chunk_cases,
     reference_chunk_violations,
 )
-from raglab.checks.core import NOT_IMPLEMENTED
-from raglab.chunking import Chunker
-from raglab.records import Chunk, Document
+from raglab.workbook.checks.core import NOT_IMPLEMENTED
+
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
 
 # --- the reference, by hand ----------------------------------------------------------------
 

@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab import checks
 from raglab.access import can_read
-from raglab.checks import CHECKS, design
-from raglab.checks.core import NOT_IMPLEMENTED
-from raglab.checks.design import (
+from raglab.records import Chunk, Hit, Principal
+from raglab.vectors import top_k
+from raglab.workbook import checks
+from raglab.workbook.checks import CHECKS, design
+from raglab.workbook.checks.core import NOT_IMPLEMENTED
+from raglab.workbook.checks.design import (
     PROPOSED_DESIGN,
     WordCountEmbedder,
     check_design_flaws,
@@ -23,8 +25,9 @@ from raglab.checks.design import (
     random_search_cases,
     reference_search_readable,
 )
-from raglab.records import Chunk, Hit, Principal
-from raglab.vectors import top_k
+
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_design.ipynb"
 SOLUTION = {"D2", "D4", "D5", "D7", "D8"}

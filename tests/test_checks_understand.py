@@ -6,17 +6,20 @@ import re
 
 import pytest
 
-from raglab import checks
-from raglab.checks import CHECKS
-from raglab.checks.core import NOT_IMPLEMENTED
-from raglab.checks.understand import (
+from raglab.prompting import ABSTENTION
+from raglab.workbook import checks
+from raglab.workbook.checks import CHECKS
+from raglab.workbook.checks.core import NOT_IMPLEMENTED
+from raglab.workbook.checks.understand import (
     CITED_CASES,
     STEPS,
     UNKNOWN_STEP,
     describe,
     make_answer,
 )
-from raglab.prompting import ABSTENTION
+
+# These tests use the reference (and variations of it) as a learner's function.
+pytestmark = pytest.mark.usefixtures("references_reachable")
 
 # --- exercise 1: lifecycle_of -----------------------------------------------------------------
 

@@ -382,7 +382,7 @@ def test_unknown_option_is_a_type_error() -> None:
 def test_importing_embedders_stays_light() -> None:
     # scikit-learn (and the neural weights) load only when an embedder needs them.
     code = ("import sys, raglab.embedders; "
-            "print(sorted(m for m in ('sklearn', 'raglab.neural') if m in sys.modules))")
+            "print(sorted(m for m in ('sklearn', 'raglab.minilm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -390,7 +390,7 @@ def test_importing_embedders_stays_light() -> None:
 def test_minilm_is_registered_lazily() -> None:
     # Building it loads no weights (that happens on the first embed), so this stays fast.
     # Without the optional weights package it must fail clearly, naming the install step.
-    from raglab.neural import ModelNotFound
+    from raglab.minilm import ModelNotFound
 
     try:
         minilm = embedder("minilm")

@@ -7,6 +7,8 @@ import dataclasses
 import doctest
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -271,6 +273,58 @@ def test_duplicate_id_names_both_lines(tmp_path):
     reason = r"line 3: duplicate id 'q1' \(first seen on line 1\)"
     with pytest.raises(QuestionSetError, match=reason):
         load_questions(path)
+
+
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
+    path = tmp_path / "questions.jsonl"
+    latin1 = json.dumps(json.loads(_line(question="Café?")), ensure_ascii=False).encode("latin-1")
+    path.write_bytes(_line(id="q0").encode() + b"\n" + latin1)
+    with pytest.raises(QuestionSetError, match=r"line 2: not valid UTF-8 \(byte 0xe9 at column"):
+        load_questions(path)
+
+
+def test_a_bom_and_a_line_separator_inside_a_string_are_read(tmp_path):
+    path = tmp_path / "questions.jsonl"
+    text = _line(question="Leave\u2028days?", relevant_docs=["a.md"])
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(json.loads(text), ensure_ascii=False).encode())
+    [q] = load_questions(path)
+    assert q.question == "Leave\u2028days?"
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"relevant_docs": ["hr/leav.md"]},
+         r"line 2: relevant_docs names 'hr/leav.md', which is not a document of the corpus "
+         r"\(did you mean 'hr/leave.md'\?\)"),
+        ({"answerable": False, "relevant_docs": [], "leak_docs": ["zzz.txt"]},
+         r"line 2: leak_docs names 'zzz.txt', which is not a document of the corpus$"),
+    ],
+)
+def test_a_doc_id_not_in_the_corpus_is_an_error_once_the_corpus_is_known(tmp_path, fields, reason):
+    path = _write(tmp_path, _line(id="q0"), _line(**fields))
+    assert len(load_questions(path)) == 2  # without the corpus, ids cannot be checked
+    with pytest.raises(QuestionSetError, match=reason):
+        load_questions(path, doc_ids={"hr/leave.md", "hr/pay.md"})
+
+
+def test_raglab_eval_refuses_a_labelled_doc_missing_from_the_corpus(tmp_path):
+    """Through the CLI runner, which knows both the corpus and the question file."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "leave.md").write_text("Staff get twenty leave days a year.\n")
+    path = _write(
+        tmp_path, _line(relevant_docs=["leave.md"]), _line(id="q2", relevant_docs=["Leave.md"])
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "raglab", "eval", "--docs", str(corpus), "--questions", str(path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"raglab: error: {path}, line 2: relevant_docs names 'Leave.md', which is not a "
+        "document of the corpus (did you mean 'leave.md'?)"
+    )
 
 
 def test_question_set_error_is_a_value_error(tmp_path):

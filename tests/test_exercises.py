@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.exercises import (
+from raglab.workbook.conventions import normalise_notebook
+from raglab.workbook.exercises import (
     CODE_STUB,
     EXERCISE_LABEL,
     SOLUTION_LABEL,
@@ -112,9 +113,50 @@ def test_check_cells_are_found_by_tag_or_by_call():
     assert not is_check_cell(nbformat.v4.new_markdown_cell("checks.check_chunk(chunk)"))
 
 
-def test_student_check_cell_drops_nbval_markers_only():
-    cell = nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nchecks.check_chunk(chunk)  # NBVAL_X stays\n")
-    assert student_cell(cell)["source"] == "checks.check_chunk(chunk)  # NBVAL_X stays\n"
+def old_pattern_notebook():
+    """A notebook written as 04 once was: nbval comments, a visible solution, a saved pass."""
+    solution = nbformat.v4.new_code_cell(
+        "def chunk(text, size=800, overlap=100):\n    ### BEGIN SOLUTION\n    return []\n    ### END SOLUTION",
+        metadata={"raglab": {"exercise": "chunk", "function": "chunk", "points": 2}},
+    )
+    check = nbformat.v4.new_code_cell(
+        "# NBVAL_CHECK_OUTPUT\nfrom raglab import checks\nchecks.check_chunk(chunk)",
+        outputs=[nbformat.v4.new_output("stream", text="✅ chunk: all pass\n")], execution_count=3,
+    )
+    widget = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\n# NBVAL_RAISES_EXCEPTION\nx = 1")
+    imports = nbformat.v4.new_code_cell("from pathlib import Path")
+    data = nbformat.v4.new_code_cell(
+        'CORPUS = Path("../data/corpus")\nqs = load_questions("../data/questions.jsonl")'
+    )
+    return nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Title"), imports, data, solution, check, widget]
+    )
+
+
+def test_normalise_turns_an_old_pattern_notebook_into_the_workbook_shape():
+    nb = normalise_notebook(old_pattern_notebook())
+    title, imports, data, solution, check, widget = nb.cells
+    assert imports.source == "from raglab import sample_corpus, sample_questions\nfrom pathlib import Path"
+    assert data.source == "CORPUS = sample_corpus()\nqs = load_questions(sample_questions())"
+    assert solution.source.startswith(SOLUTION_LABEL + "\ndef chunk(")
+    assert solution.metadata["jupyter"] == {"source_hidden": True} and solution.metadata["tags"] == ["hide-input"]
+    assert solution.metadata["nbgrader"] == {
+        "grade": False, "grade_id": "chunk", "locked": False, "schema_version": 3, "solution": True, "task": False
+    }
+    assert check.source == "from raglab.workbook import checks\nchecks.check_chunk(chunk)"
+    assert check.metadata["tags"] == ["check"]
+    assert check.metadata["nbgrader"]["grade"] is True and check.metadata["nbgrader"]["points"] == 2
+    assert check.metadata["nbgrader"]["locked"] is True and check.metadata["raglab"] == {"check": "chunk"}
+    assert check.outputs == [] and check.execution_count is None  # no saved pass
+    assert widget.source == "x = 1" and widget.metadata["tags"] == ["nbval-ignore-output", "raises-exception"]
+    assert title.metadata["nbgrader"]["locked"] is True
+    assert normalise_notebook(nb) == nb  # running it again changes nothing
+
+
+def test_normalise_refuses_an_unknown_nbval_marker():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUTS\nx = 1")])
+    with pytest.raises(ValueError, match="unknown nbval marker NBVAL_CHECK_OUTPUTS"):
+        normalise_notebook(nb)
 
 
 # --- the real notebook ----------------------------------------------------------------------
@@ -128,7 +170,7 @@ def test_student_notebook_has_stubs_and_no_solution(built):
     assert SOLUTION_LABEL not in text
     assert "start += size - overlap" not in text  # a line of the chunk solution
     assert "path.pop()" not in text  # a line of the split_sections solution
-    exercises = [cell for cell in student.cells if cell.metadata.get("raglab")]
+    exercises = [cell for cell in student.cells if "exercise" in cell.metadata.get("raglab", {})]
     assert [cell.metadata["raglab"]["exercise"] for cell in exercises] == [
         "chunk",
         "split_sections",
@@ -146,7 +188,7 @@ def test_only_exercise_and_check_cells_change(built):
     source, student = read(src / CHUNKING.name), read(dst / CHUNKING.name)
     assert [c.id for c in source.cells] == [c.id for c in student.cells]
     changed = [c.id for c, s in zip(source.cells, student.cells) if c != s]
-    assert changed == ["ex1-solution", "ex1-check", "ex2-solution", "ex2-check"]
+    assert changed == ["ex1-solution", "ex2-solution"]  # check cells carry no output already
     checks = [s for s in student.cells if is_check_cell(s)]
     assert len(checks) == 2 and all(c.outputs == [] and c.execution_count is None for c in checks)
     # Hints and the other outputs are kept, e.g. the drawing of the chunks.

@@ -16,20 +16,25 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.exercises import build_exercises, is_check_cell, student_cell
-from raglab.grading import (
+from raglab.workbook.checks.core import one_line
+from raglab.workbook.exercises import build_exercises, is_check_cell, student_cell
+from raglab.workbook.gradebook import (
     CSV_COLUMNS,
     ExerciseGrade,
     GradeReport,
-    declared_exercises,
+    format_summary,
     format_table,
+    write_csv,
+)
+from raglab.workbook.grading import (
+    declared_exercises,
     grade,
     grade_command,
     grade_in_kernel,
-    one_line,
+    learner_of,
     read_grades,
     run_notebook,
-    write_csv,
+    submissions,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,9 +57,9 @@ def check_outputs(executed) -> list[str]:
 
 @pytest.fixture(scope="module")
 def workbook(tmp_path_factory) -> Path:
-    """A workbook folder: data/ (linked), notebooks/ (the complete notebook), exercises/."""
+    """A workbook folder away from the repository (the data comes through the package):
+    notebooks/ (the complete notebook), exercises/, and a learner's notebook."""
     root = tmp_path_factory.mktemp("workbook")
-    (root / "data").symlink_to(ROOT / "data", target_is_directory=True)
     (root / "notebooks").mkdir()
     shutil.copy(COMPLETE, root / "notebooks")
     build_exercises(root / "notebooks", root / "exercises")
@@ -66,8 +71,10 @@ def workbook(tmp_path_factory) -> Path:
             continue
         cells.append(student_cell(cell) if cell.id == "ex2-solution" else cell)
     nb.cells = cells
-    (root / "learner").mkdir()
-    nbformat.write(nb, root / "learner" / NAME)
+    (root / "class" / "learner").mkdir(parents=True)
+    nbformat.write(nb, root / "class" / "learner" / NAME)
+    # A notebook without exercises, in the same learner's folder.
+    shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", root / "class" / "learner")
     return root
 
 
@@ -83,14 +90,12 @@ def executed(workbook):
 
 @pytest.fixture(scope="module")
 def graded_by_command(workbook):
-    """`raglab grade learner/NAME --csv FILE`: its exit code, printed table and CSV file."""
+    """`raglab grade class/ --csv FILE`: its exit code, printed table, CSV file and progress lines."""
     csv_path = workbook / "grades.csv"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = grade_command(
-            [str(workbook / "learner" / NAME), "--csv", str(csv_path), "--timeout", "60"]
-        )
-    return code, out.getvalue(), csv_path
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = grade_command([str(workbook / "class"), "--csv", str(csv_path), "--timeout", "60"])
+    return code, out.getvalue(), csv_path, err.getvalue()
 
 
 def test_every_check_passes_on_the_complete_notebook(executed):
@@ -98,8 +103,8 @@ def test_every_check_passes_on_the_complete_notebook(executed):
         "✅ chunk: all 15 cases and 200 random texts pass\n",
         "✅ split_sections: all 9 cases and 200 random texts pass\n",
     ]
-    grades = read_grades(executed["notebooks"], "complete")
-    assert [(g.exercise, g.passed) for g in grades] == [("chunk", True), ("split_sections", True)]
+    grades = read_grades(executed["notebooks"])
+    assert {exercise: passed for exercise, (passed, _) in grades.items()} == {"chunk": True, "split_sections": True}
 
 
 def test_every_check_fails_on_the_student_stub(executed):
@@ -108,9 +113,9 @@ def test_every_check_fails_on_the_student_stub(executed):
         "❌ chunk: not implemented yet — write your solution in the cell above\n",
         "❌ split_sections: not implemented yet — write your solution in the cell above\n",
     ]
-    grades = read_grades(executed["exercises"], "student")
-    assert [(g.exercise, g.passed) for g in grades] == [("chunk", False), ("split_sections", False)]
-    assert all(g.message.startswith("not implemented yet") for g in grades)
+    grades = read_grades(executed["exercises"])
+    assert [(exercise, passed) for exercise, (passed, _) in grades.items()] == [("chunk", False), ("split_sections", False)]
+    assert all(message.startswith("not implemented yet") for _, message in grades.values())
 
 
 def test_the_rest_of_the_student_notebook_runs_on_the_reference(executed):
@@ -124,25 +129,48 @@ def test_the_rest_of_the_student_notebook_runs_on_the_reference(executed):
 
 
 def test_a_partial_notebook_is_graded_even_without_its_check_cell(graded_by_command):
-    code, table, _ = graded_by_command
+    code, table, _, progress = graded_by_command
     assert code == 1  # not every exercise passes
     lines = table.splitlines()
-    assert lines[0].split() == ["notebook", "exercise", "result", "message"]
-    assert lines[1].split()[1:4] == ["chunk", "pass", "all"]
-    assert lines[2].split()[1:5] == ["split_sections", "FAIL", "not", "implemented"]
-    assert lines[3] == "1 of 2 exercises pass"
-    assert lines[0].index("result") == lines[1].index("pass") == lines[2].index("FAIL")  # aligned
+    assert lines[0].split() == ["learner", "notebook", "exercise", "points", "result", "message"]
+    assert lines[1].split()[:5] == ["learner", "00_start_here.ipynb", "-", "—", "no"]  # not a failure
+    assert lines[2].split()[1:6] == [NAME, "chunk", "2/2", "pass", "all"]
+    assert lines[3].split()[1:6] == [NAME, "split_sections", "0/3", "FAIL", "not"]
+    assert lines[4].split() == ["learner", "(total)", "2/5", "40%"]
+    assert lines[5] == "1 of 2 exercises pass, 2 of 5 points (1 learners)"
+    assert lines[0].index("result") == lines[2].index("pass") == lines[3].index("FAIL")  # aligned
+    assert progress.strip().startswith("[1/1] learner: 2/5 points")
 
 
-def test_csv_has_one_row_per_exercise(graded_by_command, workbook):
-    _, _, csv_path = graded_by_command
+def test_csv_has_one_row_per_learner_and_exercise(graded_by_command):
+    _, _, csv_path, _ = graded_by_command
     with open(csv_path, newline="", encoding="utf-8") as file:
         rows = list(csv.reader(file))
-    assert tuple(rows[0]) == CSV_COLUMNS == ("notebook", "exercise", "passed", "message")
-    notebook = str(workbook / "learner" / NAME)
-    assert [row[:3] for row in rows[1:]] == [
-        [notebook, "chunk", "true"],
-        [notebook, "split_sections", "false"],
+    assert tuple(rows[0]) == CSV_COLUMNS == (
+        "learner", "notebook", "exercise", "points", "max_points", "passed", "message"
+    )
+    assert [row[:6] for row in rows[1:]] == [
+        ["learner", "00_start_here.ipynb", "-", "0", "0", "false"],
+        ["learner", NAME, "chunk", "2", "2", "true"],
+        ["learner", NAME, "split_sections", "0", "3", "false"],
+    ]
+
+
+def test_a_class_is_graded_in_parallel_and_a_notebook_without_exercises_is_no_failure(workbook, capsys):
+    # Two learners: one hands in the complete notebook (and 00), one the untouched student copy.
+    root = workbook / "two"
+    for learner, source in (("ada", workbook / "notebooks" / NAME), ("bob", workbook / "exercises" / NAME)):
+        (root / learner).mkdir(parents=True)
+        shutil.copy(source, root / learner / NAME)
+    shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", root / "ada")
+    assert grade_command([str(root / "ada"), "--summary", "--jobs", "2"]) == 0  # every exercise passes
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["learner", "points", "max_points", "percent", "exercises_passed", "exercises"]
+    assert out[1].split() == ["ada", "5", "5", "100.0", "2", "2"]
+    report = grade(submissions([root]), jobs=2, timeout=60)
+    assert format_summary(report).splitlines()[1:] == [
+        "ada      5       5           100.0    2                 2",
+        "bob      0       5           0.0      0                 2",
     ]
 
 
@@ -156,10 +184,7 @@ def learner_namespace(**functions) -> dict:
 
 
 def test_grade_in_kernel_checks_the_notebooks_functions(capsys):
-    from raglab.chunking import chunk as reference
-
-    def chunk(text, size=800, overlap=100):
-        return reference(text, size, overlap)
+    from tests.test_checks_hidden import reference_copy as chunk
 
     exercises = [
         {"exercise": "chunk", "function": "chunk"},
@@ -172,17 +197,11 @@ def test_grade_in_kernel_checks_the_notebooks_functions(capsys):
     executed = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", text=printed)])]
     )
-    grades = read_grades(executed, "nb")
-    assert grades == [
-        ExerciseGrade("nb", "chunk", True, "all 15 cases and 200 random texts pass"),
-        ExerciseGrade(
-            "nb",
-            "split_sections",
-            False,
-            "`split_sections` is not defined — did its cell run without an error?",
-        ),
-        ExerciseGrade("nb", "nope", False, "no check named 'nope' in raglab.checks"),
-    ]
+    assert read_grades(executed) == {
+        "chunk": (True, "all 15 cases and 200 random texts pass"),
+        "split_sections": (False, "`split_sections` is not defined — did its cell run without an error?"),
+        "nope": (False, "no check named 'nope' in raglab.workbook.checks"),
+    }
 
 
 def test_the_imported_reference_is_not_the_learners_work(capsys):
@@ -212,46 +231,78 @@ def test_declared_exercises_come_from_cells_and_the_notebook():
         ]
     }
     assert declared_exercises(nb) == [
-        {"exercise": "chunk", "function": "chunk"},
-        {"exercise": "split_sections", "function": "split_sections"},
+        {"exercise": "chunk", "function": "chunk", "points": 1},
+        {"exercise": "split_sections", "function": "split_sections", "points": 1},
     ]
 
 
-def test_unreadable_and_exercise_free_notebooks_get_a_failed_row(tmp_path):
+def test_an_unreadable_notebook_fails_and_one_without_exercises_does_not(tmp_path):
     (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "empty.ipynb")
     report = grade([tmp_path / "bad.ipynb", tmp_path / "empty.ipynb"])
-    assert [(g.exercise, g.passed) for g in report.grades] == [("-", False), ("-", False)]
-    assert report.grades[0].message.startswith("could not read the notebook")
-    assert report.grades[1].message == "no exercises found (no cell has raglab metadata)"
+    bad, empty = report.grades
+    assert (bad.learner, bad.exercise, bad.passed, bad.graded) == ("bad", "-", False, True)
+    assert bad.message.startswith("could not read the notebook")
+    assert (empty.learner, empty.graded, empty.message) == (
+        "empty", False, "no exercises in this notebook (nothing to grade)"
+    )
+    assert not report.all_pass
+    assert GradeReport((empty,)).all_pass
+
+
+def test_the_learner_comes_from_the_folder_or_the_file_name():
+    assert learner_of(Path("class/ann/ps1/04_implement_chunking.ipynb"), Path("class")) == "ann"
+    assert learner_of(Path("class/ann.ipynb"), Path("class")) == "ann"
+    assert learner_of(Path("class/ann/04_implement_chunking.ipynb")) == "ann"
+    assert learner_of(Path("submissions/ann_04.ipynb")) == "ann_04"
 
 
 def test_format_table_and_csv_without_running_anything(tmp_path):
     report = GradeReport(
         (
-            ExerciseGrade("a.ipynb", "chunk", True, "ok"),
-            ExerciseGrade("bb.ipynb", "split_sections", False, "x" * 300),
+            ExerciseGrade("ann", "a.ipynb", "chunk", True, 2, 2, "ok"),
+            ExerciseGrade("ann", "b.ipynb", "split_sections", False, 0, 3, "x" * 300),
+            ExerciseGrade("bo", "a.ipynb", "chunk", False, 0, 2, "no"),
         )
     )
     table = format_table(report).splitlines()
-    assert table[1] == "a.ipynb   chunk           pass    ok"
-    assert (
-        table[2].endswith("…") and len(table[2]) == len("bb.ipynb  split_sections  FAIL    ") + 100
-    )
-    assert table[-1] == "1 of 2 exercises pass"
+    assert table[1] == "ann      a.ipynb   chunk           2/2     pass    ok"
+    assert table[2] == "ann      a.ipynb   (notebook)      2/2"
+    assert table[3].endswith("…") and len(table[3].split("FAIL    ")[1]) == 90
+    assert table[5] == "ann      (total)                   2/5     40%"
+    assert table[-1] == "1 of 3 exercises pass, 2 of 7 points (2 learners)"
     write_csv(report, tmp_path / "g.csv")
     assert (tmp_path / "g.csv").read_text(encoding="utf-8").splitlines()[:2] == [
-        "notebook,exercise,passed,message",
-        "a.ipynb,chunk,true,ok",
+        "learner,notebook,exercise,points,max_points,passed,message",
+        "ann,a.ipynb,chunk,2,2,true,ok",
     ]
 
 
 def test_grade_command_errors(tmp_path, capsys):
     assert grade_command([str(tmp_path / "missing.ipynb")]) == 1
-    assert "no such notebook" in capsys.readouterr().err
+    assert "no such notebook or folder" in capsys.readouterr().err
     assert grade_command([str(tmp_path)]) == 1
     assert "no notebooks (.ipynb) found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         grade_command([str(tmp_path), "--timeout", "0"])
     with pytest.raises(ValueError, match=r"timeout must be > 0 seconds \(got timeout=0\)"):
         grade([], timeout=0)
+
+
+def test_a_crash_or_an_endless_cell_costs_only_that_learner(workbook):
+    root = workbook / "risky"
+    complete = read(workbook / "notebooks" / NAME)
+    for learner, source in (("crash", "import os\nos._exit(1)"), ("loop", "while True:\n    pass")):
+        nb = read(workbook / "notebooks" / NAME)
+        nb.cells.insert(3, nbformat.v4.new_code_cell(source))
+        (root / learner).mkdir(parents=True)
+        nbformat.write(nb, root / learner / NAME)
+    (root / "fine").mkdir()
+    nbformat.write(complete, root / "fine" / NAME)
+    report = grade(submissions([root]), timeout=3, jobs=2)
+    points = {learner: sum(g.points for g in report.of(learner)) for learner in report.learners()}
+    # The endless cell is interrupted after 3 s and the run goes on: its exercises still count.
+    assert points == {"crash": 0, "fine": 5, "loop": 5}
+    assert {g.message for g in report.of("crash")} == {
+        "the notebook could not be run (DeadKernelError: Kernel died)"
+    }

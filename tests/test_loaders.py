@@ -7,7 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from raglab.loaders import (
@@ -311,10 +311,112 @@ def test_front_matter_round_trip(groups, tenant, version, body):
 
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=60))
-def test_text_without_opening_fence_is_all_body(text):
-    if text.split("\n")[0].rstrip() == "---":
-        text = "x" + text
+def test_text_without_a_fence_is_all_body(text):
+    text = text.replace("-", "")  # no dash, so no fence and no look-alike of one
     assert parse_front_matter(text) == ({}, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.lists(st.sampled_from(["", " ", "\t", "\u200b", "\ufeff", "\u2060"]), max_size=3),
+    fence=st.sampled_from(["---", " ---", "\u200b---", "－－－", "----", "-\u00ad--"]),
+    key=st.sampled_from(["tenant", "groups", "Tenant", "ｔｅｎａｎｔ", "ten\u200bant"]),
+)
+def test_front_matter_anywhere_but_exactly_line_1_is_refused(before, fence, key):
+    """Whatever precedes or disguises the opening fence, access keys are never dropped silently."""
+    text = "".join(part + "\n" for part in before) + f"{fence}\n{key}: acme\n---\nSecret.\n"
+    assume(not text.startswith("---\n"))  # the one accepted form, tested above
+    with pytest.raises(DocumentError, match=r"line \d+: .*looks like front matter"):
+        parse_front_matter(text, "doc.md")
+
+
+# ---------------------------------------------------------------------------- ambiguous files
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("\n---\ntenant: acme\ngroups: [hr]\n---\nx", r"line 2: '---' looks like front matter"),
+        (" ---\ntenant: acme\n---\nx", r"line 1: ' ---' looks like front matter"),
+        ("\u200b---\ntitle: t\n---\nx", r"line 1: '\\u200b---' looks like front matter"),
+        ("+++\ntenant = 'acme'\n+++\nx", r"line 1: TOML front matter \('\+\+\+'\) is not"),
+        ("\ntenant: acme\ngroups: [hr]\n\nx", r"line 2: the file opens with front-matter keys"),
+        ("---\n\"groups\": [hr]\n---\nx", r"front matter line 2: unknown key"),
+        (
+            "text\n---\n\"tenant\": acme\n---\nx",
+            r"line 2: a '---' line followed by tenant: looks like front matter",
+        ),
+        (
+            "# Notes\n\n---\ntitle: x\ntenant: acme\n---\nx",
+            r"line 3: a '---' line followed by tenant: looks like front matter",
+        ),
+        (
+            "---\ntenant: acme\n---\nok\n---\n\ngroups: [hr]\n---\nx",
+            r"line 5: a '---' line followed by groups: looks like front matter",
+        ),
+    ],
+)
+def test_front_matter_that_would_be_ignored_is_refused(tmp_path, text, message):
+    path = write(tmp_path, "doc.md", text)
+    with pytest.raises(DocumentError, match=f"^doc.md: {message}"):
+        load_file(path, root=tmp_path)
+    assert errors_by_id(load_folder(tmp_path)).keys() == {"doc.md"}  # not indexed as public
+
+
+def test_a_utf8_bom_before_front_matter_is_dropped_and_the_front_matter_read(tmp_path):
+    path = write(tmp_path, "doc.md", b"\xef\xbb\xbf---\ntenant: acme\ngroups: [hr]\n---\nx")
+    doc = load_file(path, root=tmp_path)
+    assert (doc.tenant, doc.groups, doc.text) == ("acme", ("hr",), "x")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Intro\n\n---\n\nA new section after a horizontal rule.\n",
+        "Title\n---\nA setext heading.\n",
+        "---\ntenant: acme\n---\nText\n---\nMore: text after a rule\n",
+        "\n\n---\nNot front matter: a rule, then prose.\n",
+        "---\ntenant: default\n---\nTenant: a person who rents a flat.\n",
+    ],
+)
+def test_rules_and_headings_that_are_not_front_matter_still_load(tmp_path, text):
+    load_file(write(tmp_path, "doc.md", text), root=tmp_path)
+
+
+def test_a_file_in_a_tenant_folder_with_another_tenant_is_refused(tmp_path):
+    write(tmp_path, "acme/a.md", "---\ntenant: acme\n---\nA")
+    write(tmp_path, "acme/b.md", "---\ntenant: globex\n---\nB")
+    result = load_folder(tmp_path)
+    assert [d.id for d in result.documents] == ["acme/a.md"]
+    assert errors_by_id(result)["acme/b.md"] == (
+        "refused: its front matter names tenant 'globex' but it lies in folder 'acme/' "
+        "of tenant 'acme'; correct the tenant or move the file"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["No front matter.", "---\ntitle: t\n---\nx", "---\ntenant: default\n---\nx"]
+)
+def test_a_file_in_a_tenant_folder_without_that_tenant_is_refused_not_public(tmp_path, text):
+    write(tmp_path, "acme/a.md", "---\ntenant: acme\n---\nA")
+    write(tmp_path, "acme/sub/notes.txt", text)
+    result = load_folder(tmp_path)
+    assert [d.id for d in result.documents] == ["acme/a.md"]
+    assert errors_by_id(result)["acme/sub/notes.txt"].startswith(
+        "refused: it names no tenant (it would be public in tenant 'default') "
+        "but lies in folder 'acme/' of tenant 'acme'; add 'tenant: acme'"
+    )
+
+
+def test_folders_that_are_not_tenants_set_no_rule(tmp_path):
+    write(tmp_path, "shared/welcome.txt", "Public note.")
+    write(tmp_path, "policies/leave.md", "---\ntenant: acme\n---\nx")
+    write(tmp_path, "top.md", "---\ntenant: shared-x\n---\nx")
+    result = load_folder(tmp_path)
+    assert result.errors == ()
+    assert {d.id: d.tenant for d in result.documents} == {
+        "policies/leave.md": "acme", "shared/welcome.txt": "default", "top.md": "shared-x"
+    }
 
 
 # ---------------------------------------------------------------------------- the sample corpus

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from raglab.vectors import UnitMatrix, cosine, normalise, select_top_k, top_k
+from raglab._topk_fast import rows_near_the_top
+from raglab.vectors import TopK, UnitMatrix, cosine, exact_scores, normalise, select_top_k, top_k
 
 # ---------------------------------------------------------------------------
 # normalise
@@ -138,9 +139,42 @@ def test_k_must_be_an_integer():
 
 def test_query_of_the_wrong_length_is_refused():
     with pytest.raises(
-        ValueError, match=r"query must be a 1-D vector of length 3 \(got shape \(2,\)\)"
+        ValueError,
+        match=r"query must be a 1-D vector or a 2-D block of rows of length 3 \(got shape \(2,\)\)",
     ):
         top_k([1.0, 0.0], np.ones((4, 3)), 1)
+    with pytest.raises(ValueError, match=r"rows of length 2 \(got shape \(1, 1, 2\)\)"):
+        top_k([[[1.0, 0.0]]], np.ones((4, 2)), 1)
+    with pytest.raises(ValueError, match=r"a 1-D vector of length 2 \(got shape \(1, 2\)\)"):
+        UnitMatrix(np.ones((4, 2))).scores([[1.0, 0.0]])
+
+
+def test_top_k_is_a_named_pair():
+    result = top_k([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0]], 1)
+    assert isinstance(result, TopK) and isinstance(result, tuple)
+    indices, scores = result
+    assert result.indices is indices and result.scores is scores
+    assert (indices.tolist(), scores.tolist()) == ([1], [1.0])
+
+
+def test_a_block_of_queries_gives_one_result_per_query():
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(200, 8))
+    queries = rng.normal(size=(5, 8))
+    for path in (vectors, UnitMatrix(vectors)):
+        indices, scores = top_k(queries, path, 4)
+        assert indices.shape == scores.shape == (5, 4) and indices.dtype == np.int64
+        for i, query in enumerate(queries):
+            one = top_k(query, path, 4)
+            np.testing.assert_array_equal(indices[i], one.indices)
+            np.testing.assert_array_equal(scores[i], one.scores)
+
+
+def test_a_block_of_queries_at_the_edges():
+    indices, scores = top_k(np.zeros((0, 2)), [[1.0, 0.0]], 3)
+    assert indices.shape == scores.shape == (0, 1)
+    indices, scores = top_k([[1.0, 0.0], [0.0, 1.0]], np.zeros((0, 2)), 3)
+    assert indices.shape == scores.shape == (2, 0)
 
 
 def test_non_finite_query_is_refused():
@@ -281,15 +315,32 @@ def test_planted_duplicates_among_many_rows_tie_exactly():
 
 @pytest.mark.parametrize("n", [10, 257, 3001])
 def test_fast_path_equals_the_exact_reference_bit_for_bit(n):
+    """top_k (BLAS screen + exact rescoring) == select_top_k over every row's exact score."""
     rng = np.random.default_rng(n)
     vectors = rng.normal(size=(n, 64)) * rng.uniform(0.5, 2.0, size=(n, 1))
     vectors[::7] = vectors[0]  # plenty of exact ties
     unit = UnitMatrix(vectors)
+    plain = vectors.astype(np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", plain, plain, dtype=np.float32))
     for query in (rng.normal(size=64), vectors[0], vectors[5]):
-        expected = select_top_k(unit.scores(query), 9)
-        got = top_k(query, unit, 9)
-        np.testing.assert_array_equal(got[0], expected[0])
-        np.testing.assert_array_equal(got[1], expected[1])
+        q = normalise(query)
+        for path, rows, row_norms in ((unit, unit.rows, None), (plain, plain, norms)):
+            expected = select_top_k(exact_scores(rows, q, row_norms), 9)
+            got = top_k(query, path, 9)
+            np.testing.assert_array_equal(got.indices, expected.indices)
+            np.testing.assert_array_equal(got.scores, expected.scores)
+
+
+def test_the_screen_keeps_few_rows_and_never_drops_a_winner():
+    rng = np.random.default_rng(2)
+    unit = UnitMatrix(rng.normal(size=(4000, 32)))
+    query = normalise(rng.normal(size=32))
+    fast = unit.rows @ query  # BLAS
+    near = rows_near_the_top(fast, 10, 32)
+    assert near is not None and 10 <= near.size < 100  # the fast path is really taken
+    best = select_top_k(exact_scores(unit.rows, query), 10).indices
+    assert set(best.tolist()) <= set(near.tolist())
+    assert rows_near_the_top(np.zeros(4000, dtype=np.float32), 10, 32) is None  # all tied
 
 
 def test_results_do_not_depend_on_the_blas_thread_count():

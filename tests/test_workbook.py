@@ -8,15 +8,19 @@ re-runs every check itself at the end, so this holds whatever the check cells pr
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from raglab.exercises import student_notebook
-from raglab.grading import declared_exercises, read_grades, run_notebook
+from raglab.workbook.conventions import normalise_notebook
+from raglab.workbook.exercises import notebook_text, student_notebook
+from raglab.workbook.grading import declared_exercises, read_grades, run_notebook
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+EXERCISES = ROOT / "exercises"
 WITH_EXERCISES = [
     path for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if declared_exercises(nbformat.read(path, as_version=4))
@@ -25,9 +29,9 @@ WITH_EXERCISES = [
 
 def grades_of(nb) -> dict[str, bool]:
     executed = run_notebook(nb, declared_exercises(nb), cwd=NOTEBOOKS, timeout=120)
-    grades = read_grades(executed, "notebook")
+    grades = read_grades(executed)
     assert grades is not None, "the grading cell printed nothing"
-    return {grade.exercise: grade.passed for grade in grades}
+    return {exercise: passed for exercise, (passed, _) in grades.items()}
 
 
 def test_the_workbook_has_exercises():
@@ -63,12 +67,28 @@ def test_opens_with_objectives_and_closes_with_key_points(path):
     assert "Key points" in closing and "What comes next" in closing
 
 
+def is_solution(cell) -> bool:
+    return "exercise" in cell.metadata.get("raglab", {})
+
+
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.name)
-def test_imports_sit_in_the_first_code_cell(path):
-    code = [cell for cell in cells_of(path) if cell.cell_type == "code"]
+def test_imports_sit_in_the_first_code_cell_and_the_reference_after_the_exercises(path):
+    cells = cells_of(path)
+    code = [cell for cell in cells if cell.cell_type == "code"]
     assert IMPORT_LINE.search(code[0].source)
-    late = [cell.source.splitlines()[0] for cell in code[1:] if IMPORT_LINE.search(cell.source)]
-    assert late == []
+    last_exercise = max((i for i, cell in enumerate(cells) if is_solution(cell)), default=-1)
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code" or cell is code[0]:
+            continue
+        for line in IMPORT_LINE_FULL.findall(cell.source):
+            # The one import allowed later: the reference, once the learner's work is done.
+            assert "reference" in line and i > last_exercise, f"a late import: {line}"
+    first_imports = IMPORT_LINE_FULL.findall(code[0].source)
+    if last_exercise >= 0:
+        assert not [line for line in first_imports if "reference" in line], "the reference before the exercises"
+
+
+IMPORT_LINE_FULL = re.compile(r"^(?:import \w.*|from [\w.]+ import .*)$", re.MULTILINE)
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.name)
@@ -112,9 +132,85 @@ def test_outputs_are_committed_and_free_of_widget_state(path):
     nb = nbformat.read(path, as_version=4)
     assert "widgets" not in nb.metadata
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    assert all(cell.execution_count is not None for cell in code), "execute the notebook before committing"
+    checks = [cell for cell in code if "check" in cell.metadata.get("raglab", {})]
+    lessons = [cell for cell in code if cell not in checks]
+    assert all(cell.execution_count is not None for cell in lessons), "execute the notebook before committing"
+    # A check's saved pass would greet a learner who has not tried yet.
+    assert all(cell.outputs == [] for cell in checks)
     for cell in code:
-        if "NBVAL_RAISES_EXCEPTION" in cell.source:
-            assert "raises-exception" in cell.metadata.get("tags", [])
         for output in cell.outputs:
             assert "image/svg+xml" not in output.get("data", {}), "PNG figures, never SVG"
+
+
+# --- the plumbing is metadata; the data comes through the package -------------------------
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_in_the_workbook_shape(path):
+    """`scripts/nbtools.py normalise` would change nothing (tags, nbgrader metadata, hidden solutions)."""
+    nb = nbformat.read(path, as_version=4)
+    assert notebook_text(normalise_notebook(nb)) == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", sorted(EXERCISES.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_no_student_cell_shows_test_plumbing(path):
+    for cell in cells_of(path):
+        assert "NBVAL" not in cell.source, cell.source[:80]
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.name)
+def test_data_is_found_through_the_package(path):
+    for cell in cells_of(path):
+        if cell.cell_type == "code":
+            assert "../data" not in cell.source, "use raglab.sample_corpus() / sample_questions()"
+
+
+NEXT_TITLE = re.compile(r"\*\*(\d\d) · ")
+
+
+def next_notebooks(path: Path) -> list[str]:
+    """The numbers of the notebooks a notebook's "What comes next" announces."""
+    closing = "\n".join(cell.source for cell in cells_of(path) if cell.cell_type == "markdown")
+    closing = closing[closing.rfind("What comes next"):]
+    numbers = NEXT_TITLE.findall(closing)
+    if "next notebook" in closing.lower():
+        numbers.append(f"{int(path.name[:2]) + 1:02d}")
+    return numbers
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.name)
+def test_what_comes_next_names_a_notebook_that_exists(path):
+    existing = {p.name[:2] for p in ALL_NOTEBOOKS}
+    missing = [number for number in next_notebooks(path) if number not in existing]
+    assert missing == [], f"{path.name} announces notebook {missing[0]}, which does not exist"
+
+
+def test_a_link_to_a_missing_notebook_is_caught(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## What comes next\n**99 · Nowhere** ...")])
+    path = tmp_path / "98_last.ipynb"
+    nbformat.write(nb, path)
+    assert next_notebooks(path) == ["99"]
+
+
+# --- raglab progress ------------------------------------------------------------------------
+
+
+def test_progress_reads_the_learners_saved_check_outputs(tmp_path, capsys):
+    from raglab.workbook.progress import progress_command
+
+    shutil.copy(EXERCISES / "01_understand.ipynb", tmp_path)  # never run: no output saved
+    nb = nbformat.read(EXERCISES / "04_implement_chunking.ipynb", as_version=4)
+    verdicts = {"chunk": "✅ chunk: all 15 cases pass\n", "split_sections": "❌ split_sections: case 'x'\n"}
+    for cell in nb.cells:
+        check = cell.metadata.get("raglab", {}).get("check")
+        if check:
+            cell.outputs = [nbformat.v4.new_output("stream", text=verdicts[check])]
+    nbformat.write(nb, tmp_path / "04_implement_chunking.ipynb")
+    assert progress_command([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[1:] == ["·", "understand_lifecycle", "(not", "run)"]
+    assert lines[2].split()[1:] == ["✅", "chunk", "(passed)"]
+    assert lines[3].split()[1:] == ["❌", "split_sections", "(not", "yet)"]
+    assert lines[-1] == "1 of 4 exercises passed, 2 of 7 points"
+    assert progress_command([str(tmp_path / "nowhere")]) == 1
+    assert "no such folder" in capsys.readouterr().err

@@ -12,8 +12,8 @@ the two never drift apart by hand-editing:
         ### END SOLUTION
 
 In markdown cells a marked block becomes "YOUR ANSWER HERE". Outputs of exercise cells
-and of check cells (tag `check`, or any cell calling `checks.check_...`) are cleared:
-they showed the reference solution passing. Everything else — hints, figures, the
+and of check cells (tag `check`, or any cell calling `checks.check_...`) are cleared.
+The notebooks are first put into shape by `conventions.normalise_notebook`. Everything else — hints, figures, the
 other outputs — is kept. The files are written byte-for-byte deterministically (the
 nbformat layout Jupyter itself writes), so "out of date" is a plain byte comparison.
 """
@@ -39,7 +39,6 @@ SOLUTION_LABEL = "# ▶ Reference solution — click to reveal"
 EXERCISE_LABEL = "# ✏️ Your turn — write your solution here"
 HIDE_TAG = "hide-input"
 CHECK_TAG = "check"
-NBVAL_MARKER = re.compile(r"^# NBVAL_\w+[ \t]*\n", re.MULTILINE)
 CHECK_CALL = re.compile(r"\bchecks\.check_\w+\(")
 
 
@@ -133,9 +132,6 @@ def student_cell(cell: dict, *, where: str = "<cell>") -> dict:
         _show_cell(cell)
         _clear_outputs(cell)
     elif is_check_cell(cell):
-        # nbval's marker tells the test run to compare this cell's output; the student
-        # version is never run by nbval, so the learner need not read test plumbing.
-        cell["source"] = NBVAL_MARKER.sub("", cell["source"])
         _clear_outputs(cell)
     return cell
 
@@ -144,18 +140,20 @@ def student_cell(cell: dict, *, where: str = "<cell>") -> dict:
 
 
 def exercise_list(nb: dict) -> list[dict[str, str]]:
-    """The exercises a notebook declares: `{"exercise", "function"}` from solution cells.
+    """The exercises a notebook declares: `{"exercise", "function", "points"}` from solution cells.
 
-    A solution cell carries `{"raglab": {"exercise": "chunk", "function": "chunk"}}` in its
-    metadata; the grader uses it to know which function to check.
+    A solution cell carries `{"raglab": {"exercise": "chunk", "function": "chunk", "points": 2}}`
+    in its metadata; the grader uses it to know which function to check and what it is worth.
     """
     found = []
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("raglab", {})
         if "exercise" in meta:
-            found.append(
-                {"exercise": meta["exercise"], "function": meta.get("function", meta["exercise"])}
-            )
+            found.append({
+                "exercise": meta["exercise"],
+                "function": meta.get("function", meta["exercise"]),
+                "points": meta.get("points", 1),
+            })
     return found
 
 

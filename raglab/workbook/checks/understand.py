@@ -1,6 +1,6 @@
 """Checks for notebook 01: the two lifecycles, and the documents an answer cites.
 
-    from raglab import checks
+    from raglab.workbook import checks
     checks.check_lifecycle_of(lifecycle_of)    # ✅ lifecycle_of: all 12 steps ...
     checks.check_cited_doc_ids(cited_doc_ids)  # ✅ cited_doc_ids: all 8 cases pass
 """
@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from raglab.checks.core import (
+from raglab.citations import verify_citations
+from raglab.generation import is_abstention
+from raglab.prompting import ABSTENTION
+from raglab.records import Answer, Chunk, Hit
+from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     Case,
     CheckResult,
@@ -23,10 +27,6 @@ from raglab.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.citations import verify_citations
-from raglab.generation import is_abstention
-from raglab.prompting import ABSTENTION
-from raglab.records import Answer, Chunk, Hit
 
 __all__ = ["check_cited_doc_ids", "check_lifecycle_of"]
 
@@ -221,7 +221,7 @@ def check_cited_doc_ids(fn: Callable[[Answer], list[str]]) -> CheckResult:
                      explain=_failure)
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Any], CheckResult]] = {
     "understand_lifecycle": check_lifecycle_of,
     "understand_cited_docs": check_cited_doc_ids,

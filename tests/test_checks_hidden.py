@@ -1,0 +1,71 @@
+"""While a check runs the learner's function, the reference cannot be reached; under
+nbgrader a failing check raises."""
+
+from __future__ import annotations
+
+import pytest
+
+import raglab
+import raglab.chunking as reference
+from raglab.workbook import checks
+
+_alias = reference.chunk
+
+
+def _wrapper(text, size=800, overlap=100):
+    return reference.chunk(text, size, overlap)
+
+
+def _reimport(text, size=800, overlap=100):
+    import raglab.chunking as other
+
+    return other.chunk(text, size=size, overlap=overlap)
+
+
+def _through_a_global(text, size=800, overlap=100):
+    return _alias(text, size, overlap)
+
+
+def _through_the_package(text, size=800, overlap=100):
+    return raglab.chunk(text, size=size, overlap=overlap)
+
+
+def _closure():
+    hidden = reference.chunk
+
+    def chunk(text, size=800, overlap=100):
+        return hidden(text, size, overlap)
+
+    return chunk
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_wrapper, _reimport, _through_a_global, _through_the_package, _closure(), reference.chunk],
+    ids=["wrapper", "re-import", "global alias", "package name", "closure", "the reference itself"],
+)
+def test_the_reference_is_unreachable_while_a_check_runs(fn, capsys):
+    result = checks.check_chunk(fn)
+    assert not result.passed
+    assert "the reference `chunk` is not available while checking" in capsys.readouterr().out
+    # ... and everything is back in place afterwards.
+    assert reference.chunk("abcdef", 4, 1) == ["abcd", "def"] and raglab.chunk is reference.chunk
+
+
+def test_under_nbgrader_a_failing_check_raises_with_its_message(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(checks.CheckFailed, match="not implemented yet"):
+        checks.check_chunk(lambda text, size=800, overlap=100: (_ for _ in ()).throw(NotImplementedError()))
+    assert checks.check_chunk(reference_copy).passed  # a passing check stays quiet
+
+
+def reference_copy(text, size=800, overlap=100):
+    if size <= 0 or overlap < 0 or overlap >= size:
+        raise ValueError("bad size or overlap")
+    out, start = [], 0
+    while start < len(text):
+        out.append(text[start : start + size])
+        if start + size >= len(text):
+            break
+        start += size - overlap
+    return out
