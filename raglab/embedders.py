@@ -9,7 +9,7 @@ Three embedders share one protocol (`Embedder`), picked by name from a registry:
 - `lsa` — latent semantic analysis with scikit-learn: TF-IDF, then a truncated SVD
   learned from a corpus (`fit`). Words that occur in the same documents end up near
   each other, so it can match a paraphrase the corpus itself connects.
-- `minilm` — a small neural sentence encoder (`raglab.neural`), loaded only on request.
+- `minilm` — a small neural sentence encoder (`raglab.minilm`), loaded only on request.
 
 Every embedder has `.name`, `.dim`, `.version` and `.embed(texts)`. The version string
 travels with an index: a changed setting or a different fit changes it, and the index
