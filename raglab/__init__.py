@@ -9,6 +9,7 @@ use them, so `import raglab` stays quick.
 """
 
 from raglab.access import can_read, eligible_rows
+from raglab.bm25 import BM25, tokenize
 from raglab.chunking import Chunker, chunk
 from raglab.citations import CitationReport, parse_citations, verify_citations
 from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
@@ -25,12 +26,11 @@ from raglab.evaluation import (
 from raglab.extractive import ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
 from raglab.openai_http import GenerationError, OpenAIChatGenerator
-from raglab.keyword import BM25, tokenize
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
 from raglab.pipeline import Index, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt
 from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
-from raglab.retrieval import RETRIEVERS, Retriever, reciprocal_rank_fusion
+from raglab.retrieval import METHODS, Retriever, reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
 from raglab.stores import (
     DimensionMismatch,
@@ -50,9 +50,10 @@ __all__ = [
     "sample_questions",
     "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
     "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
-    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "GenerationError", "Generator", "HashingEmbedder",
-    "Hit", "Index", "LSAEmbedder", "MemoryStore", "OpenAIChatGenerator", "Principal", "Prompt",
-    "Question", "RETRIEVERS", "Retriever", "SQLiteStore", "StoreError", "VectorStore", "ask",
+    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "GenerationError", "Generator",
+    "HashingEmbedder", "Hit", "Index", "LSAEmbedder", "METHODS", "MemoryStore",
+    "OpenAIChatGenerator", "Principal", "Prompt", "Question", "Retriever", "SQLiteStore",
+    "StoreError", "VectorStore", "ask",
     "available_embedders", "build_prompt", "can_read", "chunk", "cosine", "eligible_rows",
     "embedder", "evaluate", "hit_rate_at_k", "is_abstention", "load_file", "load_folder",
     "load_questions", "mrr", "ndcg_at_k", "normalise", "parse_citations", "recall_at_k",

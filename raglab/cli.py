@@ -67,7 +67,7 @@ def run_command(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from raglab.embedders import available_embedders
-    from raglab.retrieval import RETRIEVERS
+    from raglab.retrieval import METHODS
 
     parser = argparse.ArgumentParser(
         prog="raglab",
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         source.add_argument("--docs", metavar="DIR", type=Path, help="a folder of .md/.txt files, indexed in memory")
         source.add_argument("--index", metavar="FILE", type=Path, help="an index file made by `raglab index`")
         sub.add_argument("--k", type=positive_int, default=5, help="how many chunks to retrieve (default 5)")
-        sub.add_argument("--retriever", choices=RETRIEVERS, default="hybrid", help="ranking method (default hybrid)")
+        sub.add_argument("--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)")
         sub.add_argument("--embedder", choices=available_embedders(), default=None,
                          help="embedder for --docs (default hashing; an index remembers its own)")
         sub.add_argument("--json", action="store_true", help="print one JSON object")
@@ -158,7 +158,7 @@ def run_ask(args: argparse.Namespace) -> int:
     generator = make_generator(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
-    answer = ask(args.question, index, principal, k=args.k, retriever=args.retriever, generator=generator)
+    answer = ask(args.question, index, principal, k=args.k, method=args.retriever, generator=generator)
     if args.json:
         print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
     else:
@@ -247,8 +247,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
     report = evaluate(
         questions,
-        search=lambda q, depth: index.search(q.question, principal(q), k=depth, retriever=args.retriever),
-        answer=lambda q: ask(q.question, index, principal(q), k=args.k, retriever=args.retriever),
+        search=lambda q, depth: index.search(q.question, principal(q), k=depth, method=args.retriever),
+        answer=lambda q: ask(q.question, index, principal(q), k=args.k, method=args.retriever),
         k=args.k,
         retriever=args.retriever,
         embedder=index.embedder.name,

@@ -9,11 +9,13 @@ Three embedders share one protocol (`Embedder`), picked by name from a registry:
 - `lsa` — latent semantic analysis with scikit-learn: TF-IDF, then a truncated SVD
   learned from a corpus (`fit`). Words that occur in the same documents end up near
   each other, so it can match a paraphrase the corpus itself connects.
-- `minilm` — a small neural sentence encoder (`raglab.neural`), loaded only on request.
+- `minilm` — a small neural sentence encoder (`raglab.minilm`), loaded only on request.
 
 Every embedder has `.name`, `.dim`, `.version` and `.embed(texts)`. The version string
 travels with an index: a changed setting or a different fit changes it, and the index
-refuses to compare vectors made by different versions.
+refuses to compare vectors made by different versions. A fittable embedder (LSA) also
+has `.fit(texts)`, which returns a new, fitted embedder; an index fits one per tenant,
+on that tenant's chunks alone (`raglab.indexing`).
 
 >>> vectors = embedder("hashing", dim=64).embed(["refund policy", "refunds"])
 >>> vectors.shape, vectors.dtype.name
@@ -66,26 +68,6 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for `texts`, one unit-length float32 row per text."""
-        ...
-
-
-@runtime_checkable
-class FittableEmbedder(Embedder, Protocol):
-    """An embedder that learns its space from a corpus (e.g. LSA).
-
-    `fit(texts)` never changes the embedder it is called on: it returns a NEW, fitted
-    embedder. Fitting is deterministic — the same texts in the same order give the
-    same vectors and the same version — because an index re-fits on its stored chunks
-    when it is reopened.
-    """
-
-    @property
-    def fitted(self) -> bool:
-        """True when `embed` may be called."""
-        ...
-
-    def fit(self, texts: Sequence[str]) -> Embedder:
-        """A new embedder fitted on `texts`."""
         ...
 
 
@@ -395,11 +377,6 @@ class LSAEmbedder:
             return f"{base}:unfitted"
         return f"{base}:fit={self.model.fit_digest}:sklearn={self.model.sklearn_version}"
 
-    @property
-    def components(self) -> int:
-        """How many SVD directions the fit kept (<= dim); 0 before fitting."""
-        return 0 if self.model is None else int(self.model.svd.n_components)
-
     def fit(self, texts: Sequence[str]) -> LSAEmbedder:
         """A new LSAEmbedder fitted on `texts`; this one is left unfitted and unchanged.
 
@@ -421,7 +398,10 @@ class LSAEmbedder:
                              f"from {n_texts} text(s))")
         # The SVD of an n_texts x n_terms matrix has at most min(n_texts, n_terms) directions.
         svd = TruncatedSVD(n_components=min(self.dim, n_texts, n_terms), random_state=self.seed)
-        svd.fit(tfidf)
+        # One text has no variance: sklearn's explained-variance ratio (which no vector
+        # uses) is then 0 / 0. Common with one fit per tenant: a tenant of one chunk.
+        with np.errstate(invalid="ignore"):
+            svd.fit(tfidf)
         release = ".".join(sklearn.__version__.split(".")[:2])
         model = _LSAModel(fingerprint(texts), release, vectorizer, svd)
         return LSAEmbedder(dim=self.dim, seed=self.seed, model=model)
@@ -480,7 +460,7 @@ def embedder(name: str, **options: Any) -> Embedder:
     """A new embedder by registry name; `options` go to its constructor.
 
     An "lsa" embedder comes back unfitted: `.fit(corpus)` gives one whose corpus and
-    query vectors share a space (an index does this for you).
+    query vectors share a space (an index fits one per tenant for you).
 
     >>> embedder("hashing", dim=32).version
     'hash-v1:dim=32:char=3-5:bigrams=1:stop=en'

@@ -15,25 +15,31 @@ from pathlib import Path
 
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
-from raglab.embedders import Embedder, embedder as make_embedder
+from raglab.embedders import Embedder
+from raglab.embedders import embedder as make_embedder
 from raglab.extractive import ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
+from raglab.indexing import check_embedder, sync
 from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.records import Answer, Hit, Principal
 from raglab.retrieval import Retriever
-from raglab.indexing import check_embedder, sync
 from raglab.sqlite_store import SQLiteStore
 from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
 
 DEFAULT_EMBEDDER = "hashing"
-DEFAULT_RETRIEVER = "hybrid"
+DEFAULT_METHOD = "hybrid"
 DEFAULT_K = 5
 
 
 @dataclass
 class Index:
-    """A searchable corpus: a store of chunk vectors and the embedder that made them."""
+    """A searchable corpus: a store of chunk vectors and the embedder that made them.
+
+    For a fittable embedder (LSA), `embedder` is the unfitted one: each tenant's vectors
+    and questions are embedded by its own fit (`raglab.indexing`), which the retrievers
+    make and cache (`Index.retriever(...).embedder_for(tenant)`).
+    """
 
     store: VectorStore
     embedder: Embedder
@@ -75,23 +81,26 @@ class Index:
 
         The embedder is rebuilt from the name stored in the file — or give the one the
         index was built with, when it had non-default settings — and checked against the
-        stored id, dimension and version; a mismatch is refused, never silently compared.
+        stored id, dimension and version (for a fittable embedder, the version of each
+        tenant's fit, when the tenant first asks); a mismatch is refused, never silently
+        compared.
         """
         store = SQLiteStore.open(path)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
         if embedder is None:  # made by hand, or left by a raglab that built in two steps
-            raise StoreError(f"index file {str(path)!r} is incomplete (it records no "
-                             "embedder): run raglab index again")
+            raise StoreError(
+                f"index file {str(path)!r} is incomplete (it records no "
+                "embedder): run raglab index again"
+            )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        if hasattr(embedder, "fit"):
-            # A fitted embedder (LSA) is rebuilt by fitting on the stored chunks, in store
-            # order; the version check below proves it is the same model.
-            embedder = embedder.fit([chunk.text for chunk in store.chunks()])
+        # A fittable embedder's per-tenant fits are checked when a tenant first asks.
         check_embedder(store, embedder)
         return cls(store, embedder)
 
-    def retriever(self, method: str = DEFAULT_RETRIEVER, *, min_score: float | None = None) -> Retriever:
-        """The retriever for `method`, built once and reused (it caches BM25 models)."""
+    def retriever(
+        self, method: str = DEFAULT_METHOD, *, min_score: float | None = None
+    ) -> Retriever:
+        """The retriever for `method`, built once and reused (it caches what it fits)."""
         key = (method, min_score)
         if key not in self._retrievers:
             self._retrievers[key] = Retriever(self.store, self.embedder, method, min_score)
@@ -103,11 +112,11 @@ class Index:
         principal: Principal,
         *,
         k: int = DEFAULT_K,
-        retriever: str = DEFAULT_RETRIEVER,
+        method: str = DEFAULT_METHOD,
         min_score: float | None = None,
     ) -> list[Hit]:
-        """The top-k chunks `principal` may read, ranked for `question`."""
-        return self.retriever(retriever, min_score=min_score).search(question, principal, k)
+        """The top-k chunks `principal` may read, ranked for `question` by `method`."""
+        return self.retriever(method, min_score=min_score).search(question, principal, k)
 
 
 def ask(
@@ -116,18 +125,20 @@ def ask(
     principal: Principal,
     *,
     k: int = DEFAULT_K,
-    retriever: str = DEFAULT_RETRIEVER,
+    method: str = DEFAULT_METHOD,
     generator: Generator | None = None,
     max_chars: int = 6000,
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
+
+    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieval`).
 
     The answer's `[n]` markers are checked against what was retrieved for this question:
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
     """
     if not question.strip():
         raise ValueError("question must not be empty")
-    hits = index.search(question, principal, k=k, retriever=retriever)
+    hits = index.search(question, principal, k=k, method=method)
     prompt = build_prompt(question, hits, max_chars=max_chars)
     text = (generator or ExtractiveGenerator()).generate(prompt)
     report = verify_citations(text, prompt.sources)

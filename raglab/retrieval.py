@@ -1,26 +1,36 @@
 """Retrieval: from a question to a ranked list of hits the principal may read.
 
-Three ways to rank, all behind one function:
+Three methods of ranking, all behind one function:
 - dense:  embed the question, exact cosine top-k over the store's vectors;
-- bm25:   keyword scores (raglab.keyword.BM25) over the same chunks;
+- bm25:   keyword scores (raglab.bm25.BM25) over the same chunks;
 - hybrid: both rankings fused by reciprocal rank fusion (RRF).
 
 Access is decided first, every time: the store scores only the chunks the principal may
 read, and BM25 is fitted on those chunks alone, so a chunk the principal may not read
 cannot even shift another chunk's score (its words would otherwise change BM25's idf).
+A question is embedded by its tenant's embedder (`Retriever.embedder_for`): for a learned
+embedder such as LSA, the fit on that tenant's chunks alone (see `raglab.indexing`). So
+for every method, no tenant's documents can change another tenant's hits or scores.
+
+What is fitted on chunks (BM25 per set of readable chunks, a learned embedder per
+tenant) is cached, and reused only while those chunks are unchanged in content, not
+just in ids: a document rewritten under the same chunk ids gets a new model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
+from raglab.bm25 import BM25
 from raglab.embedders import Embedder
-from raglab.keyword import BM25
+from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 
-RETRIEVERS = ("dense", "bm25", "hybrid")
+METHODS = ("dense", "bm25", "hybrid")
+"""The ways a `Retriever` ranks chunks."""
 
 RRF_K = 60
 """The constant in 1 / (k + rank) from Cormack, Clarke & Büttcher (SIGIR 2009): it damps
@@ -31,7 +41,9 @@ CANDIDATES_PER_RANKER = 4
 one ranker can still be rescued by the other."""
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: int = RRF_K) -> list[Hit]:
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: int = RRF_K
+) -> list[Hit]:
     """Fuse rankings: each chunk scores sum(1 / (rrf_k + rank)) over the lists it is in.
 
     Ranks start at 1. Ties are broken by chunk id, so the fusion is deterministic.
@@ -51,10 +63,41 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: 
     return [Hit(chunks[chunk_id], fused[chunk_id]) for chunk_id in order[:k]]
 
 
+Model = TypeVar("Model")
+
+CACHE_SIZE = 64
+"""Models a cache keeps before it starts afresh: memory stays bounded even when every
+question comes from another set of groups."""
+
+
+class _FitCache(Generic[Model]):
+    """Models fitted on lists of chunks, one per key, reused while the key's chunks are equal.
+
+    Subtle: equal chunks (id, text, access metadata), never only equal ids. A document
+    rewritten under the same chunk ids must get a new model, or BM25 would go on
+    scoring the old words while dense search sees the new ones.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, tuple[list[Chunk], Model]] = {}
+
+    def get(self, key: Hashable, chunks: list[Chunk], fit: Callable[[], Model]) -> Model:
+        entry = self._entries.get(key)
+        if entry is None or entry[0] != chunks:
+            if len(self._entries) >= CACHE_SIZE:
+                self._entries.clear()
+            entry = (chunks, fit())
+        # Keep the newest list: comparing the same chunk objects next time is quickest.
+        self._entries[key] = (chunks, entry[1])
+        return entry[1]
+
+
 @dataclass
 class Retriever:
     """Ranks the chunks of one store for a principal, by `method` (dense, bm25 or hybrid).
 
+    `embedder` is the one the index was built with; for a fittable one (LSA), each
+    tenant's questions are embedded by its fit on that tenant's chunks (`embedder_for`).
     `min_score` drops hits scoring below it (cosine for dense, BM25 score for bm25; for
     hybrid it applies to the dense candidates, since RRF scores are ranks, not evidence).
     """
@@ -63,14 +106,13 @@ class Retriever:
     embedder: Embedder
     method: str = "hybrid"
     min_score: float | None = None
-    _bm25_cache: dict[tuple[str, ...], tuple[BM25, list[Chunk]]] = field(
-        default_factory=dict, init=False, repr=False
-    )
+    _bm25s: _FitCache[BM25] = field(default_factory=_FitCache, init=False, repr=False)
+    _fits: _FitCache[Embedder] = field(default_factory=_FitCache, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.method not in RETRIEVERS:
-            choices = ", ".join(RETRIEVERS)
-            raise ValueError(f"unknown retriever {self.method!r}; choose from: {choices}")
+        if self.method not in METHODS:
+            choices = ", ".join(METHODS)
+            raise ValueError(f"unknown retrieval method {self.method!r}; choose from: {choices}")
 
     def search(self, question: str, principal: Principal, k: int = 5) -> list[Hit]:
         """The top-k hits for `question` among the chunks `principal` may read."""
@@ -85,23 +127,43 @@ class Retriever:
         keyword = self.keyword(question, principal, depth)
         return reciprocal_rank_fusion([dense, keyword], k)
 
-    def dense(self, question: str, principal: Principal, k: int, *, min_score: float | None = None) -> list[Hit]:
-        query = self.embedder.embed([question])[0]
+    def dense(
+        self, question: str, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
+        embedder = self.embedder_for(principal.tenant)
+        if embedder is None:
+            return []
+        query = embedder.embed([question])[0]
         return self.store.search(query, principal, k, min_score=min_score)
 
-    def keyword(self, question: str, principal: Principal, k: int, *, min_score: float | None = None) -> list[Hit]:
-        bm25, chunks = self._bm25_for(principal)
+    def keyword(
+        self, question: str, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
+        chunks = self.store.chunks(principal)
         if not chunks:
             return []
+        key = (principal.tenant, tuple(sorted(principal.groups)))
+        bm25 = self._bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
         rows, scores = bm25.search(question, k)
         threshold = 0.0 if min_score is None else min_score
         # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
-        return [Hit(chunks[r], float(s)) for r, s in zip(rows, scores) if s > threshold]
+        return [
+            Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
+        ]
 
-    def _bm25_for(self, principal: Principal) -> tuple[BM25, list[Chunk]]:
-        """BM25 fitted on exactly the chunks this principal may read (cached per chunk set)."""
-        chunks = self.store.chunks(principal)
-        key = tuple(chunk.id for chunk in chunks)
-        if key not in self._bm25_cache:
-            self._bm25_cache[key] = (BM25().fit([c.text for c in chunks]), chunks)
-        return self._bm25_cache[key]
+    def embedder_for(self, tenant: str) -> Embedder | None:
+        """The embedder for questions of `tenant` (`raglab.indexing.tenant_embedder`).
+
+        The index's embedder, or for a fittable one its fit on the tenant's chunks (in
+        store order); None when the tenant has no chunk a fit could learn from.
+        """
+        if not is_fittable(self.embedder):
+            return self.embedder
+        chunks = [chunk for chunk in self.store.chunks() if chunk.tenant == tenant]
+        if not chunks:
+            return None
+        return self._fits.get(
+            tenant,
+            chunks,
+            lambda: tenant_embedder(self.store, self.embedder, tenant, [c.text for c in chunks]),
+        )

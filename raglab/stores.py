@@ -75,9 +75,9 @@ class DocRecord:
 class SyncReport:
     """What `sync` did, by document id (each tuple sorted).
 
-    `embedder` is the one actually used: for a fittable embedder, the fitted one — query
-    the store with it. `embedded` counts the chunks embedded; `rebuilt` says why every
-    document was re-embedded ("" when only changed documents were).
+    `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
+    fit, see `raglab.indexing`). `embedded` counts the chunks embedded; `rebuilt` says why
+    unchanged documents were re-embedded too ("" when only changed documents were).
     """
 
     added: tuple[str, ...]

@@ -34,10 +34,10 @@ def test_wrong_embedding_dimensions_are_rejected(corpus_index):
 def test_a_user_cannot_retrieve_another_tenants_document(corpus_index):
     # The question names globex's product; an acme user must still see only acme pages.
     question = "What does error E-204 mean on the GX-T100 thermostat?"
-    for retriever in ("dense", "bm25", "hybrid"):
-        hits = corpus_index.search(question, Principal("mallory", "acme"), k=20, retriever=retriever)
-        assert hits, retriever
-        assert {hit.chunk.tenant for hit in hits} == {"acme"}, retriever
+    for method in ("dense", "bm25", "hybrid"):
+        hits = corpus_index.search(question, Principal("mallory", "acme"), k=20, method=method)
+        assert hits, method
+        assert {hit.chunk.tenant for hit in hits} == {"acme"}, method
     answer = ask(question, corpus_index, Principal("mallory", "acme"))
     assert all(hit.chunk.tenant == "acme" for hit in answer.retrieved)
     assert "globex" not in answer.text.lower()

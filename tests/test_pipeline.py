@@ -59,7 +59,9 @@ def test_index_file_is_incremental(tmp_path):
     assert first.added and not first.updated and not first.removed
 
     leave = folder / "acme" / "policies" / "leave.md"
-    leave.write_text(leave.read_text(encoding="utf-8") + "\nNew paragraph about leave.\n", encoding="utf-8")
+    leave.write_text(
+        leave.read_text(encoding="utf-8") + "\nNew paragraph about leave.\n", encoding="utf-8"
+    )
     (folder / "acme" / "benefits.md").unlink()
     second = Index.from_folder(folder, path=path).report
     assert second.updated == ("acme/policies/leave.md",)
@@ -78,11 +80,44 @@ def test_reopened_lsa_index_is_the_same_model(tmp_path):
     path = tmp_path / "lsa.sqlite"
     built = Index.from_folder(folder, embedder="lsa", path=path)
     reopened = Index.open(path)
-    assert reopened.embedder.version == built.embedder.version
+    fit = reopened.retriever().embedder_for("acme")
+    assert fit.version == built.retriever().embedder_for("acme").version
+    assert fit.version == reopened.store.meta["embedder_version"]["acme"]
     question, principal = "How do I report a lost laptop?", Principal("u", "acme")
-    assert [h.chunk.id for h in reopened.search(question, principal)] == [
-        h.chunk.id for h in built.search(question, principal)
-    ]
+    assert reopened.search(question, principal) == built.search(question, principal)
+
+
+def test_an_lsa_index_opened_with_other_settings_is_refused_when_a_tenant_asks(tmp_path):
+    folder = copy_corpus(tmp_path)
+    path = tmp_path / "lsa.sqlite"
+    Index.from_folder(folder, embedder="lsa", path=path)
+    other = Index.open(path, embedder=LSAEmbedder(seed=1))
+    with pytest.raises(EmbedderMismatch, match=r"\(tenant 'acme'\) was built with embedder 'lsa'"):
+        other.search("lost laptop", Principal("u", "acme"), method="dense")
+    # A tenant with nothing indexed has no fit to check, and no hits.
+    assert other.search("lost laptop", Principal("u", "globex"), method="dense") == []
+
+
+def test_bm25_sees_a_document_rewritten_under_the_same_chunk_ids(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("The parking permit is renewed every spring.\n", encoding="utf-8")
+    (folder / "b.md").write_text("Lunch is served at noon in the canteen.\n", encoding="utf-8")
+    path = tmp_path / "index.sqlite"
+    Index.from_folder(folder, path=path)
+    index, asker = Index.open(path), Principal("u")
+    for method in ("bm25", "hybrid"):
+        (hit,) = index.search("parking", asker, k=1, method=method)
+        assert hit.chunk.id == "a.md#0"
+
+    # Rewritten by another process (as `raglab index` would be): same chunk id, new words.
+    rewritten = "The bicycle permit is renewed every spring."
+    (folder / "a.md").write_text(rewritten + "\n", encoding="utf-8")
+    assert Index.from_folder(folder, path=path).report.updated == ("a.md",)
+    assert index.search("parking", asker, method="bm25") == []
+    for method in ("bm25", "hybrid"):
+        (hit,) = index.search("bicycle", asker, k=1, method=method)
+        assert (hit.chunk.id, hit.chunk.text) == ("a.md#0", rewritten)
 
 
 def test_opening_an_index_with_another_embedder_is_refused(tmp_path):
@@ -96,9 +131,9 @@ def test_opening_an_index_with_another_embedder_is_refused(tmp_path):
 def test_a_corrupt_index_file_is_refused_clearly(tmp_path):
     path = tmp_path / "broken.sqlite"
     path.write_bytes(b"this is not a database" * 50)
-    with pytest.raises(StoreError, match="broken.sqlite"):
+    with pytest.raises(StoreError, match=r"broken\.sqlite"):
         Index.open(path)
-    with pytest.raises(StoreError, match="missing.sqlite"):
+    with pytest.raises(StoreError, match=r"missing\.sqlite"):
         Index.open(tmp_path / "missing.sqlite")
 
 

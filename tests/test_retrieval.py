@@ -2,15 +2,35 @@
 
 import pytest
 
-from raglab import Chunker, Document, HashingEmbedder, MemoryStore, Principal, Retriever, sync
+from raglab import (
+    Chunker,
+    Document,
+    HashingEmbedder,
+    LSAEmbedder,
+    MemoryStore,
+    Principal,
+    Retriever,
+    sync,
+)
 from raglab.records import Chunk, Hit
 from raglab.retrieval import RRF_K, reciprocal_rank_fusion
 
 DOCS = [
-    Document("acme/refunds.md", "Refunds are paid within 14 days to the original card.", tenant="acme"),
+    Document(
+        "acme/refunds.md", "Refunds are paid within 14 days to the original card.", tenant="acme"
+    ),
     Document("acme/leave.md", "Employees get 25 vacation days a year.", tenant="acme"),
-    Document("acme/salaries.md", "Salary band for senior engineers: 80k to 95k.", tenant="acme", groups=("hr",)),
-    Document("globex/refunds.md", "Globex refunds thermostats within 30 days of purchase.", tenant="globex"),
+    Document(
+        "acme/salaries.md",
+        "Salary band for senior engineers: 80k to 95k.",
+        tenant="acme",
+        groups=("hr",),
+    ),
+    Document(
+        "globex/refunds.md",
+        "Globex refunds thermostats within 30 days of purchase.",
+        tenant="globex",
+    ),
 ]
 
 
@@ -33,11 +53,15 @@ def test_each_method_finds_the_matching_document(store, method):
 def test_access_is_applied_before_ranking(store, method):
     retriever = Retriever(store, HashingEmbedder(), method)
     # The exact text of another tenant's page, asked by an acme user without groups.
-    acme_hits = retriever.search("Globex refunds thermostats within 30 days", Principal("u", "acme"), k=10)
+    acme_hits = retriever.search(
+        "Globex refunds thermostats within 30 days", Principal("u", "acme"), k=10
+    )
     assert {h.chunk.doc_id for h in acme_hits} <= {"acme/refunds.md", "acme/leave.md"}
     hr_only = retriever.search("salary band senior engineers", Principal("u", "acme"), k=10)
     assert "acme/salaries.md" not in {h.chunk.doc_id for h in hr_only}
-    with_group = retriever.search("salary band senior engineers", Principal("u", "acme", {"hr"}), k=1)
+    with_group = retriever.search(
+        "salary band senior engineers", Principal("u", "acme", {"hr"}), k=1
+    )
     assert with_group[0].chunk.doc_id == "acme/salaries.md"
 
 
@@ -49,8 +73,36 @@ def test_bm25_statistics_ignore_chunks_the_principal_cannot_read(store):
     bigger = MemoryStore()
     extra = [Document(f"globex/r{i}.md", "refunds refunds days", tenant="globex") for i in range(5)]
     sync(bigger, DOCS + extra, chunker=Chunker(), embedder=HashingEmbedder())
-    after = Retriever(bigger, HashingEmbedder(), "bm25").search("refunds days", Principal("u", "acme"), k=5)
+    after = Retriever(bigger, HashingEmbedder(), "bm25").search(
+        "refunds days", Principal("u", "acme"), k=5
+    )
     assert [(h.chunk.id, h.score) for h in before] == [(h.chunk.id, h.score) for h in after]
+
+
+def test_bm25_model_follows_a_rewrite_under_the_same_chunk_ids():
+    store = MemoryStore()
+    sync(store, DOCS, chunker=Chunker(), embedder=HashingEmbedder())
+    retriever, asker = Retriever(store, HashingEmbedder(), "bm25"), Principal("u", "acme")
+    assert [h.chunk.doc_id for h in retriever.search("vacation", asker, k=5)] == ["acme/leave.md"]
+    rewritten = Document("acme/leave.md", "Employees get 25 holiday days a year.", tenant="acme")
+    sync(store, [*DOCS[:1], rewritten, *DOCS[2:]], chunker=Chunker(), embedder=HashingEmbedder())
+    assert retriever.search("vacation", asker, k=5) == []
+    (hit,) = retriever.search("holiday", asker, k=5)
+    assert (hit.chunk.id, hit.chunk.text) == ("acme/leave.md#0", rewritten.text)
+
+
+def test_lsa_questions_are_embedded_by_their_tenants_fit():
+    store = MemoryStore()
+    sync(store, DOCS, chunker=Chunker(), embedder=LSAEmbedder(dim=8))
+    retriever = Retriever(store, LSAEmbedder(dim=8), "dense")
+    acme_texts = [c.text for c in store.chunks() if c.tenant == "acme"]
+    assert retriever.embedder_for("acme") == LSAEmbedder(dim=8).fit(acme_texts)
+    assert retriever.embedder_for("initech") is None  # nothing indexed, nothing to fit
+    assert retriever.search("vacation days", Principal("u", "initech"), k=5) == []
+    assert (
+        retriever.search("vacation days", Principal("u", "acme"), k=1)[0].chunk.doc_id
+        == "acme/leave.md"
+    )
 
 
 def test_min_score_drops_weak_hits(store):
@@ -64,7 +116,9 @@ def test_bm25_returns_nothing_when_no_word_matches(store):
 
 
 def test_unknown_method_and_bad_k_are_refused(store):
-    with pytest.raises(ValueError, match="unknown retriever 'sparse'; choose from: dense, bm25, hybrid"):
+    with pytest.raises(
+        ValueError, match="unknown retrieval method 'sparse'; choose from: dense, bm25, hybrid"
+    ):
         Retriever(store, HashingEmbedder(), "sparse")
     with pytest.raises(ValueError, match="k must be > 0"):
         Retriever(store, HashingEmbedder()).search("q", Principal("u"), k=0)

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raglab.indexing import check_embedder, sync, tenant_embedder
 from raglab.records import Chunk, Document, Principal
-from raglab.indexing import check_embedder, sync
 from raglab.sqlite_store import SCHEMA_VERSION, SQLiteStore
 from raglab.stores import (
     DimensionMismatch,
@@ -663,14 +663,28 @@ def test_sync_refuses_another_embedder(make_store):
         sync(store, corpus(), chunker=FakeChunker(), embedder=FakeEmbedder(dim=8))
 
 
-def test_fittable_embedder_is_fitted_on_the_corpus_in_store_order(make_store):
+def fitted_versions(store) -> dict[str, str]:
+    """What each tenant's fit should be: FakeFittable fitted on its chunks in store order."""
+    tenants = sorted({c.tenant for c in store.chunks()})
+    return {
+        t: FakeFittable().fit([c.text for c in store.chunks() if c.tenant == t]).version
+        for t in tenants
+    }
+
+
+def test_fittable_embedder_is_fitted_per_tenant_in_store_order(make_store):
     store = make_store()
     report = sync(store, list(reversed(corpus())), chunker=FakeChunker(), embedder=FakeFittable())
-    assert report.embedder.fitted_on == tuple(c.text for c in store.chunks())
-    assert store.meta["embedder_version"] == report.embedder.version != "unfitted"
-    check_embedder(
-        store, FakeFittable().fit([c.text for c in store.chunks()])
-    )  # how an index is reopened
+    assert store.meta["embedder_version"] == fitted_versions(store)
+    assert set(fitted_versions(store)) == {"acme", "globex"}
+    assert report.embedder.version == "unfitted"  # the one given: each tenant has its fit
+    acme = [c.text for c in store.chunks() if c.tenant == "acme"]
+    fitted = tenant_embedder(store, FakeFittable(), "acme", acme)  # how a query is embedded
+    assert fitted.fitted_on == tuple(acme)
+    check_embedder(store, FakeFittable())  # without a tenant: name and dim only
+    mismatch = r"\(tenant 'acme'\) was built with embedder 'fake-fit'"
+    with pytest.raises(EmbedderMismatch, match=mismatch):
+        tenant_embedder(store, FakeFittable(), "acme", acme[:-1])
 
 
 def test_fittable_embedder_unchanged_corpus_embeds_nothing(make_store):
@@ -681,9 +695,10 @@ def test_fittable_embedder_unchanged_corpus_embeds_nothing(make_store):
     assert report.embedded == 0 and embedder.calls == []
 
 
-def test_fittable_embedder_new_fit_re_embeds_every_chunk(make_store):
+def test_fittable_embedder_new_fit_re_embeds_that_tenant_only(make_store):
     store = make_store()
     sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
+    globex_before = store.search(unit(1, 2, 3, 4), EVE, k=5)
     embedder = FakeFittable()
     report = sync(
         store,
@@ -691,9 +706,34 @@ def test_fittable_embedder_new_fit_re_embeds_every_chunk(make_store):
         chunker=FakeChunker(),
         embedder=embedder,
     )
-    assert report.added == ("d.md",) and report.updated == ("a.md", "b.md", "c.md")
-    assert report.rebuilt.startswith("embedder version changed")
-    assert len(embedder.embedded) == len(store) == 10
+    assert report.added == ("d.md",) and report.updated == ("a.md", "b.md")
+    assert report.unchanged == ("c.md",)
+    assert report.rebuilt == "embedder refitted on the chunks of tenant(s) 'acme'"
+    assert len(embedder.embedded) == len(store.chunks(HR)) == 8
+    assert store.meta["embedder_version"] == fitted_versions(store)
+    assert store.search(unit(1, 2, 3, 4), EVE, k=5) == globex_before
+
+
+def test_fittable_embedder_group_change_re_embeds_that_document_only(make_store):
+    store = make_store()
+    sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
+    embedder = FakeFittable()
+    opened = corpus(**{"b.md": Document("b.md", "Bravo text.", tenant="acme", groups=())})
+    report = sync(store, opened, chunker=FakeChunker(), embedder=embedder)
+    assert report.updated == ("b.md",) and report.rebuilt == ""  # same texts, same fit
+    assert embedder.embedded == ["Bravo text", "."]
+
+
+def test_an_index_fitted_across_tenants_is_refused_then_rebuilt(make_store):
+    store = make_store()
+    sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
+    store.set_meta({"embedder_version": "fit-of-every-tenant"})  # as an older raglab wrote it
+    with pytest.raises(EmbedderMismatch, match="one 'fake-fit' fit for every tenant"):
+        check_embedder(store, FakeFittable())
+    report = sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
+    assert report.updated == ("a.md", "b.md", "c.md")
+    assert report.rebuilt.startswith("the index holds one embedder fit for every tenant")
+    assert store.meta["embedder_version"] == fitted_versions(store)
 
 
 def test_empty_document_is_recorded_and_then_unchanged(make_store):
