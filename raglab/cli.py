@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--llm-url", metavar="URL", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 "
                      "(default: the offline extractive generator); key from RAGLAB_API_KEY")
     ask.add_argument("--llm-model", metavar="NAME", help="the model name for --llm-url")
+    ask.add_argument("--llm-timeout", metavar="SECONDS", type=float, default=60.0,
+                     help="the whole request's deadline, connecting to last byte (default 60)")
     ask.set_defaults(run=run_ask)
 
     index = commands.add_parser("index", help="build or update an index file from a folder",
@@ -175,7 +177,8 @@ def make_generator(args: argparse.Namespace):
         raise ValueError("--llm-url needs --llm-model")
     from raglab.openai_http import OpenAIChatGenerator
 
-    return OpenAIChatGenerator(args.llm_url, args.llm_model, os.environ.get("RAGLAB_API_KEY"))
+    key = os.environ.get("RAGLAB_API_KEY")
+    return OpenAIChatGenerator(args.llm_url, args.llm_model, key, timeout=args.llm_timeout)
 
 
 def hit_as_dict(n: int, hit) -> dict:

@@ -155,9 +155,10 @@ def _answer_body(content: str) -> bytes:
 
 def llm_answer(url: str, key: str | None = KEY, timeout: float = 5.0) -> tuple[str, str]:
     """('ok', answer text) or ('error', message) or ('crash', traceback)."""
+    deadline = ["--llm-timeout", str(timeout)] if "--llm-timeout" in run("ask", "--help").stdout else []
     result = run("ask", "How many vacation days do I get?", "--docs", str(CORPUS), "--tenant", "acme",
-                 "--llm-url", url, "--llm-model", "m", "--json", timeout=60,
-                 env={**os.environ, "RAGLAB_API_KEY": key or "", "RAGLAB_LLM_TIMEOUT": str(timeout)})
+                 "--llm-url", url, "--llm-model", "m", "--json", *deadline, timeout=60,
+                 env={**os.environ, "RAGLAB_API_KEY": key or ""})
     if traceback_in(result):
         return "crash", result.stderr.strip().splitlines()[-1]
     if result.returncode != 0:

@@ -425,3 +425,19 @@ def test_a_tls_handshake_dripped_byte_by_byte_ends_at_the_deadline():
     finally:
         stop.set()
         listener.close()
+
+
+def test_the_cli_deadline_is_set_with_llm_timeout(loopback, capsys):
+    from raglab.cli import main
+    from raglab.samples import sample_corpus
+
+    server = loopback(drip(body_first=True))
+    started = time.monotonic()
+    code = main(
+        ["ask", "How many days of leave?", "--docs", str(sample_corpus()), "--tenant", "acme",
+         "--llm-url", server.url, "--llm-model", "m", "--llm-timeout", "1"]
+    )
+    err = capsys.readouterr().err
+    assert code == 1 and "no answer within timeout=1.0 s" in err
+    # Without the deadline the drip lasts 12 s; the slack covers indexing the sample corpus.
+    assert time.monotonic() - started < 9.0
