@@ -20,27 +20,15 @@ adds up a few rows of that table.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from itertools import chain
 
 import numpy as np
 
+from raglab.text import tokenize  # lowercase \w+ words, one-letter words kept
 from raglab.vectors import select_top_k
 
 __all__ = ["BM25", "lucene_idf", "term_saturation", "tokenize"]
-
-_WORD = re.compile(r"\w+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase word tokens (`\\w+`): one-letter words are kept, no stopword list.
-
-    >>> tokenize("Carry-over: 5 days, a maximum!")
-    ['carry', 'over', '5', 'days', 'a', 'maximum']
-    """
-    return _WORD.findall(text.lower())
-
 
 def lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     """Inverse document frequency, Lucene's form: ln(1 + (N − df + 0.5) / (df + 0.5)).

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from raglab.records import Chunk, Document
+from raglab.text import markdown_lines
 
 # Bumped whenever the cutting rules change, so an index built by an older chunker is
 # detected as stale (it is stored with the index through `Chunker.params()`).
@@ -92,17 +93,6 @@ def _windows(start: int, end: int, size: int, overlap: int) -> Iterator[Span]:
 # Structure: headings, paragraphs, sentences
 # ---------------------------------------------------------------------------
 
-# A markdown ATX heading line ("# Title" .. "###### Title", up to 3 leading spaces) or a
-# code-fence line (``` or ~~~), each found just after a newline. Fences are found too
-# because a "# comment" line inside a fenced code block is code, not a heading.
-# Why the leading newline instead of `^` with re.MULTILINE: a pattern that starts with a
-# literal character lets the regex engine skip ahead to the next newline, about 4x faster.
-_HEADING_OR_FENCE = re.compile(
-    r"\n {0,3}(?:(?P<hashes>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?[^\S\n]*"
-    r"|(?P<fence>`{3,}|~{3,})[^\n]*)(?=\n|\Z)"
-)
-# An optional closing sequence of '#'s after a heading title ("## Title ##").
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 # Paragraphs are separated by one or more blank lines (lines of whitespace only).
 _BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
 # The end of a sentence: . ! ? or … (maybe followed by a closing quote or bracket) before
@@ -114,11 +104,6 @@ _SENTENCE_END = re.compile(r"[.!?…\n](?:(?<=\n)|[\"'”’)\]]?(?=\s))")
 HEADING_SEPARATOR = " > "
 
 
-def _heading_title(raw: str | None) -> str:
-    """The text of a heading line without its optional closing '#'s."""
-    return _CLOSING_HASHES.sub("", (raw or "").strip()).strip()
-
-
 def _sections(text: str) -> Iterator[tuple[int, int, str]]:
     """Split a markdown text at its headings: `(start, end, heading path)` for each section.
 
@@ -128,26 +113,16 @@ def _sections(text: str) -> Iterator[tuple[int, int, str]]:
     """
     path: list[tuple[int, str]] = []  # (level, title) of the enclosing headings
     start, heading = 0, ""
-    fence = ""  # the opening fence while inside a code block, else ""
-    # Subtle: searching "\n" + text makes the first line findable too, and shifts every
-    # offset by one, so a match's start (its newline) is exactly where its line starts.
-    for m in _HEADING_OR_FENCE.finditer("\n" + text):
-        marker = m.group("fence")
-        if marker:
-            if not fence:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
-                fence = ""
+    # A "# comment" line inside a fenced code block is code: markdown_lines says which.
+    for line in markdown_lines(text):
+        if line.kind != "heading":
             continue
-        if fence:
-            continue
-        yield start, m.start(), heading
-        level = len(m.group("hashes"))
+        yield start, line.start, heading
         # A heading closes every open heading at its level or deeper.
-        while path and path[-1][0] >= level:
+        while path and path[-1][0] >= line.level:
             path.pop()
-        path.append((level, _heading_title(m.group("title"))))
-        start, heading = m.start(), HEADING_SEPARATOR.join(t for _, t in path if t)
+        path.append((line.level, line.title))
+        start, heading = line.start, HEADING_SEPARATOR.join(t for _, t in path if t)
     yield start, len(text), heading
 
 

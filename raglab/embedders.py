@@ -24,8 +24,6 @@ on that tenant's chunks alone (`raglab.indexing`).
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,6 +31,8 @@ from itertools import pairwise
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from raglab.text import STOPWORDS, fingerprint, stable_hash, tokenize
 
 # --------------------------------------------------------------------------- protocols
 
@@ -117,52 +117,7 @@ def _normalise_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / safe
 
 
-def _stable_hash(text: str) -> int:
-    """A 64-bit hash that is the same in every run and on every machine.
-
-    Python's built-in `hash()` is salted per process (PYTHONHASHSEED), so vectors built
-    with it would change on restart and an index would silently stop matching.
-
-    >>> _stable_hash("w:refund")
-    6440476109161390336
-    """
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
-
-
-def fingerprint(texts: Sequence[str]) -> str:
-    """A blake2b fingerprint of a list of texts, in order (16 hex digits).
-
-    Each text is prefixed by its length in bytes, so ["ab", "c"] and ["a", "bc"]
-    differ even though their concatenations do not.
-
-    >>> fingerprint(["ab", "c"]) != fingerprint(["a", "bc"])
-    True
-    """
-    h = hashlib.blake2b(digest_size=8)
-    for text in texts:
-        data = text.encode("utf-8")
-        h.update(f"{len(data)}:".encode("ascii"))
-        h.update(data)
-    return h.hexdigest()
-
-
 # -------------------------------------------------------------------------- hashing
-
-WORD = re.compile(r"\w+")
-"""A word is a run of letters, digits or underscores: the same tokens as raglab's BM25."""
-
-_STOPWORD_LIST = """a about above after again all am an and any are as at be been before being below
-    between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself of off on once only or other our ours ourselves out
-    over own same she should so some such than that the their theirs them themselves then
-    there these they this those through to too under until up very was we were what when
-    where which while who whom why will with would you your yours yourself yourselves"""
-STOPWORDS = frozenset(_STOPWORD_LIST.split())
-"""English function words, dropped before hashing. A hashing embedder has no corpus and
-so no IDF to tell it that "the" says nothing: without this list, two texts would look
-alike just for sharing "how do I". Negations ("no", "not") are kept on purpose."""
 
 BLOCK_WEIGHTS = {"word": 1.0, "bigram": 0.5, "char": 1.5}
 """How much each kind of feature counts. Each block is scaled to length 1 first, so the
@@ -171,20 +126,21 @@ yields one unigram but a dozen character n-grams). Character n-grams count most:
 also reward exact word matches, and they alone connect "refunded" with "refunds". Word
 pairs count half: they reward matching phrases ("sick leave") without drowning out
 single words. Picked on a small hand-made set of support questions, not tuned further.
-Changing these (or STOPWORDS) changes every vector: bump HASHING_VERSION."""
+Changing these (or `raglab.text.STOPWORDS`) changes every vector: bump HASHING_VERSION."""
 
-HASHING_VERSION = "hash-v1"
-"""The feature recipe's version, the first part of `HashingEmbedder.version`."""
+HASHING_VERSION = "hash-v2"
+"""The feature recipe's version, the first part of `HashingEmbedder.version`.
+v2: the one stopword list of `raglab.text` (v1 kept "no", "not", "get", ... as features)."""
 
 
 @lru_cache(maxsize=2**16)
 def _word_hash(word: str) -> int:
-    return _stable_hash(f"w:{word}")
+    return stable_hash(f"w:{word}")
 
 
 @lru_cache(maxsize=2**16)
 def _bigram_hash(first: str, second: str) -> int:
-    return _stable_hash(f"b:{first} {second}")
+    return stable_hash(f"b:{first} {second}")
 
 
 @lru_cache(maxsize=2**16)
@@ -198,23 +154,23 @@ def _char_hashes(word: str, low: int, high: int) -> np.ndarray:
     grams = [marked[i:i + n] for n in range(low, high + 1) for i in range(len(marked) - n + 1)]
     if not grams:  # a word of fewer than low - 2 letters has no low-gram: use it whole
         grams = [marked]
-    hashes = np.array([_stable_hash(f"c:{g}") for g in grams], dtype=np.uint64)
+    hashes = np.array([stable_hash(f"c:{g}") for g in grams], dtype=np.uint64)
     hashes.setflags(write=False)  # cached and shared between calls: must never change
     return hashes
 
 
 def content_words(text: str, *, stopwords: bool = True) -> list[str]:
-    """Lowercase words of `text`, without function words when `stopwords` is True.
+    """Lowercase words of `text` (`tokenize`), without `STOPWORDS` when `stopwords` is True.
 
     A text made only of function words keeps them all, so "what is it?" still has
     features rather than none.
 
     >>> content_words("How do I get a Refund?")
-    ['get', 'refund']
+    ['refund']
     >>> content_words("What is it?")
     ['what', 'is', 'it']
     """
-    words = WORD.findall(text.lower())
+    words = tokenize(text)
     if not stopwords:
         return words
     kept = [w for w in words if w not in STOPWORDS]
@@ -258,7 +214,7 @@ class HashingEmbedder:
 
     >>> e = HashingEmbedder(dim=128)
     >>> e.version
-    'hash-v1:dim=128:char=3-5:bigrams=1:stop=en'
+    'hash-v2:dim=128:char=3-5:bigrams=1:stop=en'
     >>> a, b, c = e.embed(["refund policy", "refunds", "parking permit"])
     >>> bool(a @ b > a @ c)
     True
@@ -331,7 +287,7 @@ class _LSAModel:
 class LSAEmbedder:
     """Latent semantic analysis: TF-IDF vectors projected onto their top SVD directions.
 
-    TF-IDF uses word unigrams and bigrams (one-letter words kept, like raglab's BM25)
+    TF-IDF uses word unigrams and bigrams of `raglab.text.tokenize` (BM25's words)
     with sublinear tf; `TruncatedSVD(random_state=seed)` keeps the strongest `dim`
     directions. Terms that co-occur in the corpus share directions, so a query can
     match a passage it shares few words with — if the corpus links those words.
@@ -422,8 +378,9 @@ def _tfidf() -> Any:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     return TfidfVectorizer(
-        lowercase=True,
-        token_pattern=r"(?u)\b\w+\b",  # every word, one letter or more, as in raglab's BM25
+        tokenizer=tokenize,  # raglab's words, as in BM25: it lowercases, one letter is a word
+        lowercase=False,
+        token_pattern=None,
         ngram_range=(1, 2),
         sublinear_tf=True,
         dtype=np.float64,
@@ -463,7 +420,7 @@ def embedder(name: str, **options: Any) -> Embedder:
     query vectors share a space (an index fits one per tenant for you).
 
     >>> embedder("hashing", dim=32).version
-    'hash-v1:dim=32:char=3-5:bigrams=1:stop=en'
+    'hash-v2:dim=32:char=3-5:bigrams=1:stop=en'
     >>> embedder("word2vec")
     Traceback (most recent call last):
     ...

@@ -19,25 +19,12 @@ from dataclasses import dataclass, field, replace
 
 from raglab.prompting import ABSTENTION, Prompt
 from raglab.records import Hit
+from raglab.text import STOPWORDS, markdown_lines, tokenize
 
 __all__ = ["Evidence", "ExtractiveGenerator"]
 
 
 # --- words and stems ---------------------------------------------------------------------
-
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    else for from further get gets got had has have having he her here hers him his how i
-    if in into is it its itself just let may me might more most much must my no nor not
-    now of off on once only or other our ours out over own per please same shall she should
-    so some such than that the their theirs them then there these they this those through
-    to too under until up us very was we were what when where which while who whom why will
-    with would you your yours many""".split()  # noqa: SIM905 (a paragraph reads better)
-)
-"""Words that say little about what a question is about: function words, and question
-words ("what", "how", "many"). A short hand-made list, so a learner can read all of it."""
-
 
 def stem(word: str) -> str:
     """A light suffix stripper, so "days" matches "day" and "requested" matches "request".
@@ -69,13 +56,13 @@ def stem(word: str) -> str:
 
 
 def content_stems(text: str) -> frozenset[str]:
-    """The stems of the words of `text` that carry meaning (no stopwords, no 1-letter words).
+    """The stems of the words of `text` that carry meaning (no `STOPWORDS`, no 1-letter words).
 
     >>> sorted(content_stems("How many days of annual leave do I get?"))
     ['annual', 'day', 'leav']
     """
-    words = re.findall(r"\w+", text.lower())
-    return frozenset(stem(w) for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit()))
+    return frozenset(stem(w) for w in tokenize(text)
+                     if w not in STOPWORDS and (len(w) > 1 or w.isdigit()))
 
 
 def smooth_idf(df: int, n: int) -> float:
@@ -89,8 +76,6 @@ def smooth_idf(df: int, n: int) -> float:
 
 # --- from chunk text to clean sentences ----------------------------------------------------
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s+|$)")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _RULE = re.compile(r"^\s*([-*_=]\s*){3,}$")  # ---, ***, === : rules and front-matter fences
 _TABLE_ROW = re.compile(r"^\s*\|")
 _TABLE_SEPARATOR = re.compile(r"^:?-+:?$")  # a cell of the |---|:--:| line under a header
@@ -129,20 +114,19 @@ def text_units(text: str, heading: str = "") -> list[Unit]:
     units: list[Unit] = []
     lines: list[str] = []  # the paragraph or list item being built
     rows: list[list[str]] = []  # the table being built
-    in_code = False
-    for line in text.split("\n"):
+    for md in markdown_lines(text):  # each line, classified: heading, fence, code or text
+        line = md.text
         if rows and not _TABLE_ROW.match(line):
             units += [Unit(row, heading) for row in table_sentences(rows)]
             rows = []
-        if _FENCE.match(line) or in_code:
-            in_code = in_code != bool(_FENCE.match(line))  # a fence line opens or closes
+        if md.kind in ("fence", "code"):
             lines = _close(lines, heading, units)
+        elif md.kind == "heading":
+            lines = _close(lines, heading, units)
+            heading = clean_inline(md.title)
         elif _TABLE_ROW.match(line):
             lines = _close(lines, heading, units)
             rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-        elif _HEADING.match(line):
-            lines = _close(lines, heading, units)
-            heading = clean_inline(_HEADING.sub("", line).strip().strip("#").strip())
         elif not line.strip() or _RULE.match(line):
             lines = _close(lines, heading, units)
         else:

@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raglab.records import DEFAULT_TENANT, Document
+from raglab.text import markdown_lines
 
 DEFAULT_MAX_BYTES = 1_000_000
 """Largest file loaded (1 MB, about 150 pages of text): anything bigger in a folder of
@@ -260,12 +261,9 @@ def _decode(data: bytes, doc_id: str) -> str:
 def _default_title(body: str, path: Path) -> str:
     """The first `# ` heading of a Markdown body (outside code fences), else the file stem."""
     if path.suffix.lower() == ".md":
-        in_fence = False
-        for line in body.split("\n"):
-            if line.startswith(("```", "~~~")):
-                in_fence = not in_fence
-            elif not in_fence and line.startswith("# ") and line[2:].strip():
-                return line[2:].strip().rstrip("#").strip()
+        for line in markdown_lines(body):
+            if line.kind == "heading" and line.level == 1 and line.title:
+                return line.title
     return path.stem
 
 

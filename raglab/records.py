@@ -7,19 +7,11 @@ A score lives beside the thing it scores (`Hit(chunk, score)`), never inside it.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
+from raglab.text import content_hash
+
 DEFAULT_TENANT = "default"
-
-
-def content_hash(text: str) -> str:
-    """A stable fingerprint of a text (blake2b, 16 hex digits), the same on every machine.
-
-    >>> content_hash("hello")
-    'a7b6eda801e5347d'
-    """
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
