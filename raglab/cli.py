@@ -198,7 +198,8 @@ def check_chunker(args: argparse.Namespace, recorded: dict | None) -> None:
 def describe_chunker(params: dict | None) -> str:
     if not params:
         return "(none recorded)"
-    return ", ".join(f"{name}={params.get(name)!r}" for name in ("kind", "size", "overlap", "version"))
+    names = ("kind", "size", "overlap", "version")
+    return ", ".join(f"{name}={params.get(name)!r}" for name in names)
 
 
 def recorded_chunker(path: Path) -> dict | None:
