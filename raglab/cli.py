@@ -80,14 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def corpus_options(sub: argparse.ArgumentParser) -> None:
+    def corpus_options(sub: argparse.ArgumentParser, k_help: str = "how many chunks to retrieve"):
         source = sub.add_mutually_exclusive_group(required=True)
         source.add_argument("--docs", metavar="DIR", type=Path, help="a folder of .md/.txt files, indexed in memory")
         source.add_argument("--index", metavar="FILE", type=Path, help="an index file made by `raglab index`")
-        sub.add_argument("--k", type=positive_int, default=5, help="how many chunks to retrieve (default 5)")
+        sub.add_argument("--k", type=positive_int, default=5, help=f"{k_help} (default 5)")
         sub.add_argument("--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)")
         sub.add_argument("--embedder", choices=available_embedders(), default=None,
                          help="embedder for --docs (default hashing; an index remembers its own)")
+        chunker_options(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object")
 
     ask = commands.add_parser("ask", help="answer a question with cited sources",
@@ -110,15 +111,32 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("folder", type=Path, metavar="DIR")
     index.add_argument("--index", metavar="FILE", type=Path, required=True, help="the index file to create or update")
     index.add_argument("--embedder", choices=available_embedders(), default=None, help="default hashing")
+    chunker_options(index)
     index.add_argument("--json", action="store_true", help="print one JSON object")
     index.set_defaults(run=run_index)
 
     evaluate = commands.add_parser("eval", help="score retrieval and answers on a labelled question set",
                                    description="Evaluate on a JSONL question set (see data/README.md).")
-    corpus_options(evaluate)
+    corpus_options(evaluate, k_help="the cut-off, in distinct documents, of recall, hit rate and "
+                   "MRR; answers see the top k chunks")
     evaluate.add_argument("--questions", metavar="FILE", type=Path, required=True, help="JSONL question set")
+    evaluate.add_argument("--retrieval-only", action="store_true",
+                          help="score retrieval alone: no answers, no answer metrics (faster)")
     evaluate.set_defaults(run=run_eval)
     return parser
+
+
+def chunker_options(sub: argparse.ArgumentParser) -> None:
+    """--chunker, --chunk-size, --overlap; one left out takes the index's own, else the default."""
+    from raglab.chunking import CUTTERS, Chunker
+
+    default = Chunker()
+    sub.add_argument("--chunker", choices=tuple(CUTTERS), default=None,
+                     help=f"how to cut documents (default {default.kind}; an index keeps its own)")
+    sub.add_argument("--chunk-size", metavar="CHARS", type=positive_int, default=None,
+                     help=f"the largest chunk, in characters (default {default.size})")
+    sub.add_argument("--overlap", metavar="CHARS", type=int, default=None,
+                     help=f"characters shared by neighbouring windows (default {default.overlap})")
 
 
 def positive_int(text: str) -> int:
@@ -142,10 +160,60 @@ def open_index(args: argparse.Namespace):
     if args.index is not None:
         if args.embedder is not None:
             raise ValueError("--embedder applies to --docs; an index file uses the embedder it was built with")
-        return Index.open(args.index)
-    index = Index.from_folder(args.docs, embedder=args.embedder or DEFAULT_EMBEDDER)
+        index = Index.open(args.index)
+        check_chunker(args, index.store.meta["chunker"])
+        return index
+    embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
+    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker)
     warn_load_errors(index.load_errors)
     return index
+
+
+def make_chunker(args: argparse.Namespace, recorded: dict | None = None):
+    """The Chunker the options ask for; one left out takes `recorded`'s value, else the default."""
+    from raglab.chunking import Chunker
+
+    given = {"kind": args.chunker, "size": args.chunk_size, "overlap": args.overlap}
+    settings = {name: (recorded or {}).get(name) if value is None else value
+                for name, value in given.items()}
+    try:
+        return Chunker(**{name: value for name, value in settings.items() if value is not None})
+    except ValueError as error:
+        raise ValueError(f"--chunker/--chunk-size/--overlap: {error}") from None
+
+
+def check_chunker(args: argparse.Namespace, recorded: dict | None) -> None:
+    """Refuse chunker options that differ from the ones an index file was built with."""
+    if (args.chunker, args.chunk_size, args.overlap) == (None, None, None):
+        return  # the index's own chunks, whatever they are
+    wanted = make_chunker(args, recorded).params()
+    if wanted != recorded:
+        raise ValueError(
+            f"index file {str(args.index)!r} was built with chunker {describe_chunker(recorded)}, "
+            f"not {describe_chunker(wanted)}: leave out --chunker/--chunk-size/--overlap, "
+            f"or rebuild it with `raglab index DIR --index {args.index}` and these options"
+        )
+
+
+def describe_chunker(params: dict | None) -> str:
+    if not params:
+        return "(none recorded)"
+    names = ("kind", "size", "overlap", "version")
+    return ", ".join(f"{name}={params.get(name)!r}" for name in names)
+
+
+def recorded_chunker(path: Path) -> dict | None:
+    """The chunker params an existing index file records; None for a new (or unreadable) file."""
+    from raglab.sqlite_store import SQLiteStore
+    from raglab.stores import StoreError
+
+    if not path.exists():
+        return None
+    try:
+        with SQLiteStore.open(path) as store:
+            return store.meta["chunker"]
+    except StoreError:
+        return None  # an unfinished first build, or not an index: writing it says which
 
 
 def warn_load_errors(errors) -> None:
@@ -215,24 +283,32 @@ def format_answer(answer) -> str:
 def run_index(args: argparse.Namespace) -> int:
     from raglab.pipeline import DEFAULT_EMBEDDER, Index
 
-    index = Index.from_folder(args.folder, embedder=args.embedder or DEFAULT_EMBEDDER, path=args.index)
+    # A chunker option left out keeps the index's own setting: an update never re-cuts by surprise.
+    chunker = make_chunker(args, recorded_chunker(args.index))
+    index = Index.from_folder(args.folder, embedder=args.embedder or DEFAULT_EMBEDDER,
+                              chunker=chunker, path=args.index)
     warn_load_errors(index.load_errors)
     report = index.report
     summary = {
         "index": str(args.index),
         "embedder": index.embedder.name,
+        "chunker": chunker.params(),
         "added": list(report.added),
         "updated": list(report.updated),
         "removed": list(report.removed),
         "unchanged": len(report.unchanged),
         "skipped": [str(error) for error in index.load_errors],
+        "rebuilt": report.rebuilt,
     }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder: "
+        print(f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
+              f"({describe_chunker(chunker.params())}): "
               f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
               f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped")
+        if report.rebuilt:
+            print(f"everything re-embedded: {report.rebuilt}")
     return 0
 
 
@@ -248,10 +324,13 @@ def run_eval(args: argparse.Namespace) -> int:
     def principal(q) -> Principal:
         return Principal(f"eval:{q.id}", q.tenant, q.groups)
 
+    def answer(q):
+        return ask(q.question, index, principal(q), k=args.k, method=args.retriever)
+
     report = evaluate(
         questions,
         search=lambda q, depth: index.search(q.question, principal(q), k=depth, method=args.retriever),
-        answer=lambda q: ask(q.question, index, principal(q), k=args.k, method=args.retriever),
+        answer=None if args.retrieval_only else answer,
         k=args.k,
         retriever=args.retriever,
         embedder=index.embedder.name,

@@ -6,8 +6,8 @@ Two halves:
   relevant or it is not): `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`. Each is a
   small function with its reference, cross-checked against ranx in the tests.
 - **The runner**: `load_questions` reads a JSONL question set, `evaluate` asks every question
-  through a `search` and an `answer` callable and averages the results into an `EvalReport`;
-  `format_table` prints it.
+  through a `search` and (optionally) an `answer` callable and averages the results into an
+  `EvalReport`; `format_table` prints it.
 
 Two rules shared by every metric:
 
@@ -15,8 +15,12 @@ Two rules shared by every metric:
   The runner leaves such (unanswerable) questions out of these averages and scores them by
   abstention instead.
 - A repeated id in `ranked` counts once, at its first rank; later repeats are dropped before
-  scoring, so the documents behind them move up. The runner ranks documents the same way
-  (several chunks of one document become one entry at the rank of its best chunk).
+  scoring, so the documents behind them move up.
+
+The runner scores documents, not chunks: a search returns chunks, and several chunks of one
+document become one entry at the rank of its best chunk (`rank_documents`). It searches deep
+enough to fill the cut-off with distinct documents, so a document cut into three chunks takes
+one of the top k places, not three.
 """
 
 from __future__ import annotations
@@ -33,8 +37,13 @@ from typing import Any
 from raglab.records import DEFAULT_TENANT, Answer, Hit
 
 # nDCG is always reported at 10, whatever k is: the depth most IR benchmarks (BEIR, MS MARCO)
-# report, so figures stay comparable when k changes. Search therefore runs to max(k, 10).
+# report, so figures stay comparable when k changes. Documents are therefore ranked to max(k, 10).
 NDCG_DEPTH = 10
+
+# The first search asks for this many chunks per document wanted; it goes deeper (twice as
+# deep each time) only while the chunks found hold too few distinct documents. Only speed
+# depends on it, not the figures (see `rank_documents`).
+CHUNKS_PER_DOCUMENT = 3
 
 
 # --- metrics over one ranked list --------------------------------------------------------------
@@ -91,18 +100,23 @@ def hit_rate_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> f
     return 1.0 if any(doc in relevant_set for doc in top) else 0.0
 
 
-def mrr(ranked: Sequence[str], relevant: Collection[str]) -> float:
-    """Reciprocal rank of the first relevant document (1/rank, ranks from 1); 0.0 if none.
+def mrr(ranked: Sequence[str], relevant: Collection[str], k: int | None = None) -> float:
+    """Reciprocal rank (1/rank, ranks from 1) of the first relevant document in the top k.
+
+    0.0 when no relevant document is in the top k.
 
     This is one question's share of the Mean Reciprocal Rank (Voorhees, TREC-8 QA track, 1999);
-    `evaluate` takes the mean. There is no cut-off: the whole list counts, as in ranx's "mrr"
-    (in practice the list is as deep as the search that produced it).
+    `evaluate` takes the mean, at its k. With `k=None` the whole list counts, as in ranx's
+    "mrr"; with k, as in ranx's "mrr@k". Without a cut-off the figure depends on how deep the
+    search happened to go, so the runner always gives one.
 
     >>> mrr(["a", "b", "c"], {"b", "d"})
     0.5
+    >>> mrr(["a", "b", "c"], {"b", "d"}, k=1)
+    0.0
     """
-    relevant_set = _check(relevant)
-    for rank, doc in enumerate(unique_in_order(ranked), start=1):
+    relevant_set = _check(relevant, k)
+    for rank, doc in enumerate(unique_in_order(ranked)[:k], start=1):
         if doc in relevant_set:
             return 1.0 / rank
     return 0.0
@@ -280,9 +294,10 @@ class QuestionResult:
     """What one question scored, kept for drill-down.
 
     The retrieval figures are None when the question is not scored by retrieval (it is
-    unanswerable, or has no relevant document). `ranked_doc_ids` are the search's document
-    ids, repeats dropped at first rank; `leaked` the question's `leak_docs` that reached
-    the search results or the answer.
+    unanswerable, or has no relevant document). `ranked_doc_ids` are the first max(k, 10)
+    distinct documents of the search, each at its best chunk's rank; `rr` is cut at k;
+    `leaked` the question's `leak_docs` that reached the search results or the answer.
+    `answer`, `abstained` and `citations_verified` are None when no answer was generated.
     """
 
     question: Question
@@ -291,19 +306,22 @@ class QuestionResult:
     rr: float | None
     ndcg_at_10: float | None
     hit: bool | None
-    abstained: bool
+    abstained: bool | None
     leaked: tuple[str, ...]
-    citations_verified: bool
-    answer: Answer
+    citations_verified: bool | None
+    answer: Answer | None
 
 
 @dataclass(frozen=True, slots=True)
 class EvalReport:
     """Averages over a question set. An average with nothing to average over is None.
 
-    Retrieval averages (recall@k, MRR, nDCG@10, hit rate) cover only the answerable questions
-    with relevant documents. `recall_at_k_by_kind` holds (kind, mean recall@k) pairs, sorted
-    by kind, for the scored questions that have a kind.
+    Retrieval averages (recall@k, MRR@k, nDCG@10, hit rate@k) are over documents, and cover
+    only the answerable questions with relevant documents. `recall_at_k_by_kind` holds (kind,
+    mean recall@k) pairs, sorted by kind, for the scored questions that have a kind.
+    `answered` is False when no answer was generated (retrieval only): the answer metrics
+    (abstention, false abstention, citations verified) are then None, and left out of
+    `as_dict` and the table.
     """
 
     questions: int
@@ -322,10 +340,11 @@ class EvalReport:
     embedder: str
     recall_at_k_by_kind: tuple[tuple[str, float], ...]
     per_question: tuple[QuestionResult, ...]
+    answered: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as plain JSON-ready values (per_question left out), in a fixed order."""
-        return {
+        summary = {
             "questions": self.questions,
             "answerable": self.answerable,
             "unanswerable": self.unanswerable,
@@ -342,6 +361,14 @@ class EvalReport:
             "embedder": self.embedder,
             "recall@k_by_kind": dict(self.recall_at_k_by_kind),
         }
+        if not self.answered:
+            for key in ANSWER_METRICS:
+                del summary[key]
+        return summary
+
+
+ANSWER_METRICS = ("abstention_on_unanswerable", "false_abstention", "citations_verified")
+"""The report's figures that need a generated answer (left out when retrieval only)."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -353,11 +380,37 @@ def _doc_ids(hits: Iterable[Hit]) -> list[str]:
     return [hit.chunk.doc_id for hit in hits]
 
 
-def _leaked(question: Question, searched: Sequence[str], answer: Answer) -> tuple[str, ...]:
+def rank_documents(search: Callable[[int], Sequence[Hit]], n: int) -> tuple[str, ...]:
+    """The first `n` distinct documents of a chunk ranking, each at its best chunk's rank.
+
+    `search(depth)` returns the top `depth` chunks. A document cut into several chunks can
+    fill several of those places, so the search starts `CHUNKS_PER_DOCUMENT` chunks deep
+    per document wanted and goes twice as deep again while the chunks hold fewer than `n`
+    documents and the search may have more (it returned as many as were asked for). Fewer
+    than `n` come back only when the search has no more. For a ranking whose top `d` chunks
+    are the first `d` of a deeper search (dense, bm25) the result is exact; hybrid fuses
+    candidate lists whose length grows with the depth, so its order can shift slightly.
+
+    >>> from raglab.records import Chunk, Hit
+    >>> chunks = [Chunk("a.md", i, "x", i, i + 1) for i in range(3)] + [Chunk("b.md", 0, "y", 0, 1)]
+    >>> rank_documents(lambda depth: [Hit(c, 1.0) for c in chunks[:depth]], 2)
+    ('a.md', 'b.md')
+    """
+    depth = n * CHUNKS_PER_DOCUMENT
+    while True:
+        hits = search(depth)
+        docs = unique_in_order(_doc_ids(hits))
+        if len(docs) >= n or len(hits) < depth:
+            return tuple(docs[:n])
+        depth *= 2
+
+
+def _leaked(question: Question, searched: Sequence[str], answer: Answer | None) -> tuple[str, ...]:
     """The question's leak_docs that reached the user: in the search results or the answer."""
     reached = set(searched)
-    reached.update(_doc_ids(answer.retrieved))
-    reached.update(_doc_ids(citation.hit for citation in answer.citations))
+    if answer is not None:
+        reached.update(_doc_ids(answer.retrieved))
+        reached.update(_doc_ids(citation.hit for citation in answer.citations))
     return tuple(doc for doc in unique_in_order(question.leak_docs) if doc in reached)
 
 
@@ -365,28 +418,28 @@ def _score_question(
     question: Question,
     *,
     search: Callable[[Question, int], Sequence[Hit]],
-    answer: Callable[[Question], Answer],
+    answer: Callable[[Question], Answer] | None,
     k: int,
 ) -> QuestionResult:
-    ranked = tuple(unique_in_order(_doc_ids(search(question, max(k, NDCG_DEPTH)))))
-    reply = answer(question)
+    ranked = rank_documents(lambda depth: search(question, depth), max(k, NDCG_DEPTH))
+    reply = None if answer is None else answer(question)
     scored = question.answerable and bool(question.relevant_docs)
     relevant = question.relevant_docs
     return QuestionResult(
         question=question,
         ranked_doc_ids=ranked,
         recall_at_k=recall_at_k(ranked, relevant, k) if scored else None,
-        rr=mrr(ranked, relevant) if scored else None,
+        rr=mrr(ranked, relevant, k) if scored else None,
         ndcg_at_10=ndcg_at_k(ranked, relevant, NDCG_DEPTH) if scored else None,
         hit=hit_rate_at_k(ranked, relevant, k) == 1.0 if scored else None,
-        abstained=reply.abstained,
+        abstained=None if reply is None else reply.abstained,
         leaked=_leaked(question, ranked, reply),
-        citations_verified=reply.verified,
+        citations_verified=None if reply is None else reply.verified,
         answer=reply,
     )
 
 
-def _share(flags: Sequence[bool]) -> float | None:
+def _share(flags: Sequence[bool | None]) -> float | None:
     return _mean([1.0 if flag else 0.0 for flag in flags])
 
 
@@ -404,6 +457,7 @@ def _summarise(
     scored = [r for r in results if r.recall_at_k is not None]
     answerable = [r for r in results if r.question.answerable]
     unanswerable = [r for r in results if not r.question.answerable]
+    answered = [r for r in results if r.answer is not None]  # all, or none when retrieval only
     return EvalReport(
         questions=len(results),
         answerable=len(answerable),
@@ -413,14 +467,17 @@ def _summarise(
         mrr=_mean([r.rr for r in scored]),  # type: ignore[misc]
         ndcg_at_10=_mean([r.ndcg_at_10 for r in scored]),  # type: ignore[misc]
         hit_rate_at_k=_share([bool(r.hit) for r in scored]),
-        abstention_on_unanswerable=_share([r.abstained for r in unanswerable]),
-        false_abstention=_share([r.abstained for r in answerable]),
+        abstention_on_unanswerable=_share(
+            [r.abstained for r in answered if not r.question.answerable]
+        ),
+        false_abstention=_share([r.abstained for r in answered if r.question.answerable]),
         leaks=sum(len(r.leaked) for r in results),
-        citations_verified=_share([r.citations_verified for r in results if not r.abstained]),
+        citations_verified=_share([r.citations_verified for r in answered if not r.abstained]),
         retriever=retriever,
         embedder=embedder,
         recall_at_k_by_kind=_recall_by_kind(results),
         per_question=tuple(results),
+        answered=bool(answered),
     )
 
 
@@ -428,18 +485,21 @@ def evaluate(
     questions: Sequence[Question],
     *,
     search: Callable[[Question, int], Sequence[Hit]],
-    answer: Callable[[Question], Answer],
+    answer: Callable[[Question], Answer] | None = None,
     k: int = 5,
     retriever: str = "",
     embedder: str = "",
 ) -> EvalReport:
     """Ask every question and average the scores.
 
-    `search(question, depth)` returns ranked hits for the question's principal (its tenant and
-    groups), with depth = max(k, 10) so nDCG@10 is defined; the ranked document ids are the
-    hits' doc ids, repeats dropped at first rank. `answer(question)` returns an Answer.
-    Every question is searched, answerable or not, so a leak is caught wherever it happens.
-    `retriever` and `embedder` are labels copied into the report.
+    `search(question, depth)` returns the top `depth` chunk hits for the question's principal
+    (its tenant and groups). The runner ranks documents, not chunks: each document at its
+    best chunk's rank, searched deep enough for max(k, 10) distinct documents, so recall@k,
+    hit rate@k and MRR@k count k documents and nDCG@10 ten (`rank_documents`).
+    `answer(question)` returns an Answer; without it (retrieval only) no answer is
+    generated and the answer metrics are None. Every question is searched, answerable or
+    not, so a leak is caught wherever it happens. `retriever` and `embedder` are labels
+    copied into the report.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise ValueError(f"k must be an integer >= 1 (got k={k!r})")
@@ -471,7 +531,7 @@ def format_table(report: EvalReport) -> str:
         ("  answerable", _cell(report.answerable)),
         ("  unanswerable", _cell(report.unanswerable)),
         (f"recall@{k}", _cell(report.recall_at_k)),
-        ("mrr", _cell(report.mrr)),
+        (f"mrr@{k}", _cell(report.mrr)),
         (f"ndcg@{NDCG_DEPTH}", _cell(report.ndcg_at_10)),
         (f"hit_rate@{k}", _cell(report.hit_rate_at_k)),
         ("abstention_on_unanswerable", _cell(report.abstention_on_unanswerable)),
@@ -479,6 +539,8 @@ def format_table(report: EvalReport) -> str:
         ("citations_verified", _cell(report.citations_verified)),
         ("leaks", _cell(report.leaks)),
     ]
+    if not report.answered:
+        rows = [row for row in rows if row[0] not in ANSWER_METRICS]
     rows += [(f"  recall@{k} [{kind}]", _cell(value)) for kind, value in report.recall_at_k_by_kind]
     label_width = max(len(label) for label, _ in rows)
     value_width = max(len(value) for _, value in rows)

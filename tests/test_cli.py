@@ -108,3 +108,111 @@ def test_a_bad_file_is_skipped_and_named_while_the_rest_loads(tmp_path):
     result = raglab("ask", "How long do refunds take?", "--docs", tmp_path, "--json")
     assert "bad.md" in result.stderr
     assert json.loads(result.stdout)["retrieved"][0]["doc_id"] == "good.md"
+
+
+# --- the chunker options and retrieval-only evaluation -----------------------------------------
+
+CHARS_300 = {"kind": "chars", "size": 300, "overlap": 30, "version": 1}
+
+
+def test_chunker_options_are_recorded_by_the_index_and_kept_on_update(tmp_path):
+    from raglab.sqlite_store import SQLiteStore
+
+    index = tmp_path / "corpus.sqlite"
+    options = ("--chunker", "chars", "--chunk-size", "300", "--overlap", "30")
+    built = json.loads(raglab("index", CORPUS, "--index", index, *options, "--json").stdout)
+    assert built["chunker"] == CHARS_300
+    with SQLiteStore.open(index) as store:
+        assert store.meta["chunker"] == CHARS_300
+        assert max(chunk.end - chunk.start for chunk in store.chunks()) <= 300
+    # Options left out keep the index's own: an update does not re-cut everything.
+    again = json.loads(raglab("index", CORPUS, "--index", index, "--json").stdout)
+    assert again["chunker"] == CHARS_300 and again["rebuilt"] == ""
+    assert again["updated"] == [] and again["unchanged"] == len(built["added"])
+    # Another size re-cuts and re-embeds every document, and is recorded.
+    resized = raglab("index", CORPUS, "--index", index, "--chunk-size", "400", "--json").stdout
+    resized = json.loads(resized)
+    assert resized["chunker"] == {**CHARS_300, "size": 400}
+    assert "chunker params changed" in resized["rebuilt"]
+    assert sorted(resized["updated"]) == sorted(built["added"])
+
+
+def test_ask_and_eval_refuse_chunker_options_an_index_was_not_built_with(tmp_path):
+    index = tmp_path / "corpus.sqlite"
+    options = ("--chunker", "chars", "--chunk-size", "300", "--overlap", "30")
+    raglab("index", CORPUS, "--index", index, *options)
+    question = ("ask", "What does error E-204 mean?", "--index", index, "--tenant", "globex")
+    for args in ([*question, "--chunk-size", "400"],
+                 ["eval", "--index", index, "--questions", QUESTIONS, "--chunker", "structure"]):
+        result = raglab(*args, check=False)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert "was built with chunker kind='chars', size=300, overlap=30" in line
+        assert "--chunk-size" in line and str(index) in line
+    # The options it was built with (all or some of them) are accepted.
+    raglab(*question, "--chunk-size", "300")
+    raglab(*question, *options)
+
+
+def test_ask_with_docs_cuts_with_the_chunker_options():
+    question = ("ask", "What does error E-204 mean?", "--docs", CORPUS, "--tenant", "globex")
+    options = ("--chunker", "chars", "--chunk-size", "120", "--overlap", "20")
+    small = json.loads(raglab(*question, *options, "--json").stdout)
+    default = json.loads(raglab(*question, "--json").stdout)
+    assert all(r["end"] - r["start"] <= 120 for r in small["retrieved"])
+    assert max(r["end"] - r["start"] for r in default["retrieved"]) > 120
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--overlap", "300"], "overlap must be >= 0 and < size (got overlap=300, size=300)"),
+        (["--overlap", "-1"], "overlap must be >= 0"),
+    ],
+)
+def test_bad_chunker_options_give_one_line_error(args, message):
+    result = raglab("ask", "q", "--docs", CORPUS, "--chunk-size", "300", *args, check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_chunker_choice_or_size_is_a_usage_error():
+    for args in (["--chunker", "words"], ["--chunk-size", "0"]):
+        result = raglab("eval", "--docs", CORPUS, "--questions", QUESTIONS, *args, check=False)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def _eval_in_process(monkeypatch, capsys, *extra: str) -> tuple[dict, int, float]:
+    """`raglab eval` run in this process: its JSON report, the answers asked, the seconds."""
+    import time
+
+    import raglab.pipeline
+    from raglab.cli import main
+
+    asked = []
+    real_ask = raglab.pipeline.ask
+
+    def counting_ask(*args, **kwargs):
+        asked.append(args[0])
+        return real_ask(*args, **kwargs)
+
+    monkeypatch.setattr(raglab.pipeline, "ask", counting_ask)
+    argv = ["eval", "--docs", str(CORPUS), "--questions", str(QUESTIONS), "--retriever", "bm25"]
+    start = time.perf_counter()
+    assert main([*argv, "--json", *extra]) == 0
+    seconds = time.perf_counter() - start
+    return json.loads(capsys.readouterr().out), len(asked), seconds
+
+
+def test_eval_retrieval_only_asks_for_no_answer_and_reports_no_answer_metrics(monkeypatch, capsys):
+    # Retrieval only runs first, so it pays for the cold start; each timing is the best of two.
+    alone, alone_asked, alone_seconds = _eval_in_process(monkeypatch, capsys, "--retrieval-only")
+    full, full_asked, full_seconds = _eval_in_process(monkeypatch, capsys)
+    alone_seconds = min(alone_seconds, _eval_in_process(monkeypatch, capsys, "--retrieval-only")[2])
+    full_seconds = min(full_seconds, _eval_in_process(monkeypatch, capsys)[2])
+    assert (full_asked, alone_asked) == (full["questions"], 0)
+    answer_metrics = {"abstention_on_unanswerable", "false_abstention", "citations_verified"}
+    assert answer_metrics <= set(full) and not answer_metrics & set(alone)
+    assert {key: full[key] for key in alone} == alone  # the retrieval figures are the same
+    # Faster: no answer is generated (on the sample data about 2x end to end).
+    assert alone_seconds < full_seconds, (alone_seconds, full_seconds)

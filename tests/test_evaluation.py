@@ -26,6 +26,7 @@ from raglab.evaluation import (
     load_questions,
     mrr,
     ndcg_at_k,
+    rank_documents,
     recall_at_k,
 )
 from raglab.records import Answer, Chunk, Citation, Hit
@@ -77,12 +78,19 @@ def test_k_equal_one():
     assert hit_rate_at_k(["b", "a"], {"a"}, 1) == 0.0
 
 
-def test_relevant_beyond_k_counts_for_mrr_but_not_at_k():
+def test_relevant_beyond_k_counts_for_mrr_only_without_a_cut_off():
     ranked = ["a", "b", "c", "d", "e"]
     assert recall_at_k(ranked, {"e"}, 3) == 0.0
     assert hit_rate_at_k(ranked, {"e"}, 3) == 0.0
     assert ndcg_at_k(ranked, {"e"}, 3) == 0.0
-    assert mrr(ranked, {"e"}) == pytest.approx(1 / 5)  # mrr has no cut-off
+    assert mrr(ranked, {"e"}, 3) == 0.0
+    assert mrr(ranked, {"e"}, 5) == pytest.approx(1 / 5)  # the cut-off includes rank k
+    assert mrr(ranked, {"e"}) == pytest.approx(1 / 5)  # k=None: the whole list counts
+
+
+def test_mrr_cut_off_counts_distinct_documents():
+    # [a, a, a, b]: the repeats of a are dropped first, so b is at rank 2, inside k = 2.
+    assert mrr(["a", "a", "a", "b"], {"b"}, 2) == 0.5
 
 
 def test_no_hit_scores_zero():
@@ -133,7 +141,7 @@ def test_empty_relevant_is_refused(metric):
         metric(["a"], set(), 3)
 
 
-@pytest.mark.parametrize("metric", [recall_at_k, ndcg_at_k, hit_rate_at_k])
+@pytest.mark.parametrize("metric", [recall_at_k, ndcg_at_k, hit_rate_at_k, mrr])
 @pytest.mark.parametrize("k", [0, -1, 1.5, True])
 def test_bad_k_is_refused(metric, k):
     with pytest.raises(ValueError, match=r"k must be an integer >= 1 \(got k="):
@@ -158,6 +166,7 @@ def test_metrics_lie_between_zero_and_one(ranked, relevant, k):
     for value in (
         recall_at_k(ranked, relevant, k),
         mrr(ranked, relevant),
+        mrr(ranked, relevant, k),
         ndcg_at_k(ranked, relevant, k),
         hit_rate_at_k(ranked, relevant, k),
     ):
@@ -170,6 +179,7 @@ def test_metrics_ignore_repeats(ranked, relevant, k):
     assert recall_at_k(ranked, relevant, k) == recall_at_k(unique, relevant, k)
     assert ndcg_at_k(ranked, relevant, k) == ndcg_at_k(unique, relevant, k)
     assert mrr(ranked, relevant) == mrr(unique, relevant)
+    assert mrr(ranked, relevant, k) == mrr(unique, relevant, k)
 
 
 @given(rankings, relevant_sets, ks)
@@ -177,6 +187,7 @@ def test_hit_rate_agrees_with_recall_and_rr(ranked, relevant, k):
     hit = hit_rate_at_k(ranked, relevant, k)
     assert hit == (1.0 if recall_at_k(ranked, relevant, k) > 0 else 0.0)
     assert hit == (1.0 if mrr(ranked, relevant) >= 1 / k else 0.0)
+    assert hit == (1.0 if mrr(ranked, relevant, k) > 0 else 0.0)
 
 
 @given(rankings, relevant_sets, ks)
@@ -342,15 +353,14 @@ def _hit(doc_id: str, index: int = 0, score: float = 1.0) -> Hit:
 # Fake search results per question id: chunk doc ids in rank order.
 SEARCH = {
     "q1": ["a", "a", "x", "b"],  # relevant {a, b}: a at 1 (twice), b at 3 after de-duplication
-    "q2": ["x", "y", "c"],  # relevant {c}: at rank 3, beyond k = 2
+    "q2": ["x", "y", "c"],  # relevant {c}: at rank 3, beyond k = 2 (but within nDCG@10)
     "q3": ["secret", "z"],  # unanswerable; leaks "secret" through search
     "q4": ["z"],  # unanswerable; leaks "pay" only through the answer's citations
 }
 
 
 def _search(question: Question, depth: int) -> list[Hit]:
-    assert depth == 10  # max(k=2, 10)
-    return [_hit(doc, i) for i, doc in enumerate(SEARCH[question.id])]
+    return [_hit(doc, i) for i, doc in enumerate(SEARCH[question.id])][:depth]
 
 
 def _answer(question: Question) -> Answer:
@@ -385,7 +395,8 @@ def test_runner_per_question_records(report):
     assert (r1.recall_at_k, r1.rr, r1.hit) == (0.5, 1.0, True)
     # ndcg@10: hits at 1 and 3 over ideal hits at 1 and 2.
     assert r1.ndcg_at_10 == pytest.approx((1 + 1 / LOG2_4) / (1 + 1 / LOG2_3))
-    assert (r2.recall_at_k, r2.rr, r2.hit, r2.abstained) == (0.0, pytest.approx(1 / 3), False, True)
+    # c is at rank 3, beyond k = 2: no reciprocal rank either (MRR is cut at k).
+    assert (r2.recall_at_k, r2.rr, r2.hit, r2.abstained) == (0.0, 0.0, False, True)
     assert (r3.recall_at_k, r3.rr, r3.ndcg_at_10, r3.hit) == (None, None, None, None)
     assert r3.leaked == ("secret",) and r4.leaked == ("pay",)
     assert r1.citations_verified and not r4.citations_verified
@@ -394,7 +405,7 @@ def test_runner_per_question_records(report):
 def test_runner_averages_only_answerable_questions(report):
     assert (report.questions, report.answerable, report.unanswerable, report.k) == (4, 2, 2, 2)
     assert report.recall_at_k == pytest.approx((0.5 + 0.0) / 2)
-    assert report.mrr == pytest.approx((1 + 1 / 3) / 2)
+    assert report.mrr == pytest.approx((1 + 0) / 2)
     assert report.hit_rate_at_k == 0.5
     ndcg_q2 = (1 / LOG2_4) / 1.0  # c at rank 3, ideal one hit at rank 1
     assert report.ndcg_at_10 == pytest.approx(((1 + 1 / LOG2_4) / (1 + 1 / LOG2_3) + ndcg_q2) / 2)
@@ -441,7 +452,7 @@ def test_runner_refuses_bad_k_and_no_questions():
         evaluate([], search=_search, answer=_answer)
 
 
-def test_search_depth_is_k_when_k_exceeds_ten():
+def test_search_starts_deep_enough_for_max_k_ten_documents():
     depths = []
 
     def search(question, depth):
@@ -449,7 +460,73 @@ def test_search_depth_is_k_when_k_exceeds_ten():
         return []
 
     evaluate(QUESTIONS[:1], search=search, answer=lambda q: Answer("x"), k=25)
-    assert depths == [25]
+    assert depths == [25 * evaluation.CHUNKS_PER_DOCUMENT]
+    depths.clear()
+    evaluate(QUESTIONS[:1], search=search, answer=lambda q: Answer("x"), k=2)
+    assert depths == [10 * evaluation.CHUNKS_PER_DOCUMENT]
+
+
+def _chunk_ranking(*docs_and_chunks: tuple[str, int]) -> list[Hit]:
+    """A ranked chunk list: ("a", 3) puts three chunks of document a, one after the other."""
+    return [_hit(doc, i) for doc, n in docs_and_chunks for i in range(n)]
+
+
+# Document "big" is cut into three chunks, all ranked first; then one chunk each of d1..d9.
+# Ranked by chunks, "big" fills 3 of the top 10 places and d9 (relevant) is chunk 12;
+# ranked by documents, "big" takes one place and d9 is document 10.
+THREE_CHUNK_RANKING = _chunk_ranking(("big", 3), *((f"d{i}", 1) for i in range(1, 10)))
+
+
+def test_a_document_with_three_chunks_takes_one_place_not_three():
+    """Regression: the runner used to cut at 10 chunks, so d9 fell outside nDCG@10."""
+    question = Question("q", "?", relevant_docs=("d9",), answerable=True)
+    report = evaluate(
+        [question], search=lambda q, depth: THREE_CHUNK_RANKING[:depth], k=10
+    )
+    [result] = report.per_question
+    assert result.ranked_doc_ids == ("big", *(f"d{i}" for i in range(1, 10)))
+    assert result.recall_at_k == 1.0 and result.hit is True
+    assert result.rr == pytest.approx(1 / 10)
+    assert result.ndcg_at_10 == pytest.approx(1 / math.log2(11))
+
+
+def test_rank_documents_searches_deeper_until_it_has_n_documents():
+    # One document of 40 chunks, then two more: 10 * 3 = 30 chunks hold one document,
+    # 60 hold all three.
+    ranking = _chunk_ranking(("long", 40), ("b", 1), ("c", 1))
+    depths = []
+
+    def search(depth):
+        depths.append(depth)
+        return ranking[:depth]
+
+    assert rank_documents(search, 3) == ("long", "b", "c")
+    assert depths == [9, 18, 36, 72]  # 72 > 42 chunks: the search ran out, so it stops
+    depths.clear()
+    assert rank_documents(search, 10) == ("long", "b", "c")  # fewer exist: all of them
+    assert depths == [30, 60]
+
+
+def test_rank_documents_keeps_each_document_at_its_best_chunk():
+    ranking = [_hit("a", 0), _hit("b", 0), _hit("a", 1), _hit("c", 0), _hit("b", 1)]
+    assert rank_documents(lambda depth: ranking[:depth], 3) == ("a", "b", "c")
+    assert rank_documents(lambda depth: ranking[:depth], 2) == ("a", "b")
+
+
+def test_retrieval_only_generates_no_answer_and_reports_no_answer_metrics():
+    report = evaluate(QUESTIONS, search=_search, k=2, retriever="bm25")
+    assert report.answered is False
+    assert all(r.answer is None and r.abstained is None for r in report.per_question)
+    assert (report.abstention_on_unanswerable, report.false_abstention) == (None, None)
+    assert report.citations_verified is None
+    d = report.as_dict()
+    for key in ("abstention_on_unanswerable", "false_abstention", "citations_verified"):
+        assert key not in d and key not in format_table(report)
+    # Retrieval figures are the same as with answers; leaks are those of the search alone.
+    with_answers = evaluate(QUESTIONS, search=_search, answer=_answer, k=2, retriever="bm25")
+    for key in ("recall@k", "mrr", "ndcg@10", "hit_rate@k", "recall@k_by_kind"):
+        assert d[key] == with_answers.as_dict()[key]
+    assert d["leaks"] == 1  # "secret" via search; "pay" came only through q4's answer
 
 
 def test_format_table_is_aligned_and_deterministic(report):
@@ -457,7 +534,7 @@ def test_format_table_is_aligned_and_deterministic(report):
     assert table == format_table(report)
     lines = table.splitlines()
     assert len({len(line) for line in lines}) == 1  # every value right-aligned to one column
-    assert "recall@2" in table and "ndcg@10" in table and "0.250" in table
+    assert "recall@2" in table and "ndcg@10" in table and "mrr@2" in table and "0.250" in table
     assert lines[0].split() == ["retriever", "bm25"]
     assert any(line.split() == ["recall@2", "[lookup]", "0.500"] for line in lines)
 
@@ -470,7 +547,8 @@ def test_format_table_is_aligned_and_deterministic(report):
 def test_metrics_agree_with_ranx():
     """Random runs and qrels: recall@k, mrr and ndcg@k equal ranx's to 1e-6.
 
-    Matched definitions: ranx's "mrr" has no cut-off (like ours); its "ndcg" is Järvelin's
+    Matched definitions: ranx's "mrr" has no cut-off (like ours with k=None), "mrr@k" cuts at
+    k (like ours with k); its "ndcg" is Järvelin's
     (rel / log2(rank + 1)), ideal DCG over min(k, |relevant|). Differences that the test
     steers around: ranx returns 0 for a query with no relevant document (we raise), reads
     k = 0 as "the whole run" (we raise), and a run is a dict, so it cannot hold repeats.
@@ -491,14 +569,17 @@ def test_metrics_agree_with_ranx():
         ranked_of[f"q{q}"] = [str(doc) for doc in ranked]
 
     ks = (1, 3, 5, 10)
-    metrics = ["mrr"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg", "hit_rate")]
+    metrics = ["mrr"] + [f"{m}@{k}" for k in ks for m in ("recall", "ndcg", "hit_rate", "mrr")]
     ranx_run = Run(run)
     ranx_evaluate(Qrels(qrels), ranx_run, metrics)
     for qid, ranked in ranked_of.items():
         relevant = set(qrels[qid])
         assert mrr(ranked, relevant) == pytest.approx(ranx_run.scores["mrr"][qid], abs=1e-6)
         for k in ks:
-            theirs = {m: ranx_run.scores[f"{m}@{k}"][qid] for m in ("recall", "ndcg", "hit_rate")}
+            theirs = {
+                m: ranx_run.scores[f"{m}@{k}"][qid] for m in ("recall", "ndcg", "hit_rate", "mrr")
+            }
+            assert mrr(ranked, relevant, k) == pytest.approx(theirs["mrr"], abs=1e-6)
             assert recall_at_k(ranked, relevant, k) == pytest.approx(theirs["recall"], abs=1e-6)
             assert ndcg_at_k(ranked, relevant, k) == pytest.approx(theirs["ndcg"], abs=1e-6)
             assert hit_rate_at_k(ranked, relevant, k) == pytest.approx(theirs["hit_rate"], abs=1e-6)
