@@ -34,6 +34,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from raglab.validation import check_int, check_texts
+
 # --------------------------------------------------------------------------- protocols
 
 
@@ -72,30 +74,6 @@ class Embedder(Protocol):
 
 
 # --------------------------------------------------------------------- shared helpers
-
-
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    """The texts as a list, or a TypeError that says what was wrong.
-
-    A bare string is refused: iterating it would silently embed each character.
-    """
-    if isinstance(texts, str):
-        raise TypeError(f"texts must be a sequence of strings, not one string "
-                        f"(got {texts[:40]!r}); wrap it in a list: embed([text])")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] must be a str (got {type(text).__name__})")
-    return texts
-
-
-def _check_int(name: str, value: object, *, minimum: int | None = None) -> None:
-    """TypeError unless `value` is an int; ValueError if it is below `minimum`."""
-    # bool is a subclass of int, but dim=True is surely a mistake.
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer (got {name}={value!r})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum} (got {name}={value!r})")
 
 
 ZERO_NORM = 1e-12
@@ -270,7 +248,7 @@ class HashingEmbedder:
     stopwords: bool = True
 
     def __post_init__(self) -> None:
-        _check_int("dim", self.dim, minimum=1)
+        check_int("dim", self.dim, minimum=1)
         ngrams = tuple(self.char_ngrams) if isinstance(self.char_ngrams, tuple | list) else ()
         if not (len(ngrams) == 2 and all(type(n) is int for n in ngrams)
                 and 1 <= ngrams[0] <= ngrams[1]):
@@ -291,7 +269,7 @@ class HashingEmbedder:
                 f":stop={'en' if self.stopwords else 'none'}")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [self._embed_one(text) for text in _check_texts(texts)]
+        rows = [self._embed_one(text) for text in check_texts("texts", texts)]
         if not rows:
             return np.zeros((0, self.dim), dtype=np.float32)
         return _normalise_rows(np.stack(rows)).astype(np.float32)
@@ -358,8 +336,8 @@ class LSAEmbedder:
     model: _LSAModel | None = None
 
     def __post_init__(self) -> None:
-        _check_int("dim", self.dim, minimum=1)
-        _check_int("seed", self.seed)
+        check_int("dim", self.dim, minimum=1)
+        check_int("seed", self.seed)
 
     @property
     def name(self) -> str:
@@ -385,7 +363,7 @@ class LSAEmbedder:
         import sklearn
         from sklearn.decomposition import TruncatedSVD
 
-        texts = _check_texts(texts)
+        texts = check_texts("texts", texts)
         vectorizer = _tfidf()
         try:
             tfidf = vectorizer.fit_transform(texts)
@@ -407,7 +385,7 @@ class LSAEmbedder:
         return LSAEmbedder(dim=self.dim, seed=self.seed, model=model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = _check_texts(texts)
+        texts = check_texts("texts", texts)
         if self.model is None:
             return self.fit(texts).embed(texts) if texts else np.zeros((0, self.dim), np.float32)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -39,7 +39,9 @@ def _rule(kind: str, minimum: float | None, maximum: float | None, above: float 
     return " ".join([kind, *bounds])
 
 
-def _within(value: float, minimum: float | None, maximum: float | None, above: float | None) -> bool:
+def _within(
+    value: float, minimum: float | None, maximum: float | None, above: float | None
+) -> bool:
     return (
         (minimum is None or value >= minimum)
         and (maximum is None or value <= maximum)
@@ -85,7 +87,7 @@ def check_number(
 
 
 def check_texts(name: str, texts: object) -> list[str]:
-    """`texts` as a list of strings; one bare string is refused (it would be read letter by letter)."""
+    """`texts` as a list of strings; one bare string is refused (read letter by letter)."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
         raise TypeError(f"{name} must be a list of strings (got {name}={texts!r:.60})")
     texts = list(texts)

@@ -7,6 +7,7 @@ import dataclasses
 import doctest
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,9 +135,9 @@ def test_empty_relevant_is_refused(metric):
 
 
 @pytest.mark.parametrize("metric", [recall_at_k, ndcg_at_k, hit_rate_at_k])
-@pytest.mark.parametrize("k", [0, -1, 1.5, True])
-def test_bad_k_is_refused(metric, k):
-    with pytest.raises(ValueError, match=r"k must be an integer >= 1 \(got k="):
+@pytest.mark.parametrize(("k", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bad_k_is_refused(metric, k, error):
+    with pytest.raises(error, match=re.escape(f"k must be an integer >= 1 (got k={k!r})")):
         metric(["a"], {"a"}, k)
 
 

@@ -225,7 +225,7 @@ def test_size_limit_is_inclusive(tmp_path):
 
 
 def test_max_bytes_must_be_positive(tmp_path):
-    with pytest.raises(ValueError, match=r"max_bytes must be > 0 \(got max_bytes=0\)"):
+    with pytest.raises(ValueError, match=r"max_bytes must be an integer >= 1 \(got max_bytes=0\)"):
         load_file(write(tmp_path, "f.md", "x"), root=tmp_path, max_bytes=0)
 
 

@@ -176,7 +176,7 @@ def test_repr_hides_the_key():
             r"base_url must start with http:// or https:// \(got base_url='localhost:11434/v1'\)",
         ),
         (("http://x/v1", ""), {}, "model must not be empty"),
-        (("http://x/v1", "m"), {"timeout": 0}, r"timeout must be > 0 seconds \(got timeout=0\)"),
+        (("http://x/v1", "m"), {"timeout": 0}, r"timeout must be a finite number > 0 \(got timeout=0\)"),
     ],
 )
 def test_openai_options_are_validated(args, options, message):
