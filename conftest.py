@@ -23,7 +23,9 @@ else:
 
 
 def _drop_stderr(outputs):
-    return [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    return [
+        o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+    ]
 
 
 try:  # nbval compares every stream; a library's new warning on stderr must not fail CI.

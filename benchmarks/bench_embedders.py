@@ -16,15 +16,37 @@ from collections.abc import Callable
 
 from raglab.embedders import HashingEmbedder, LSAEmbedder
 
-SUBJECTS = ["employees", "customers", "managers", "the support team", "contractors",
-            "new starters"]
-VERBS = ["must submit", "can request", "should review", "may cancel", "need to confirm",
-         "will receive"]
-OBJECTS = ["a refund", "annual leave", "travel expenses", "a password reset", "the parking permit",
-           "sick leave", "an invoice", "the shipping label", "a replacement device", "overtime pay"]
-TAILS = ["within 14 days", "before the end of the month", "through the portal",
-         "with receipts attached", "after approval from their manager", "by email",
-         "using the mobile app", "when the order ships"]
+SUBJECTS = ["employees", "customers", "managers", "the support team", "contractors", "new starters"]
+VERBS = [
+    "must submit",
+    "can request",
+    "should review",
+    "may cancel",
+    "need to confirm",
+    "will receive",
+]
+OBJECTS = [
+    "a refund",
+    "annual leave",
+    "travel expenses",
+    "a password reset",
+    "the parking permit",
+    "sick leave",
+    "an invoice",
+    "the shipping label",
+    "a replacement device",
+    "overtime pay",
+]
+TAILS = [
+    "within 14 days",
+    "before the end of the month",
+    "through the portal",
+    "with receipts attached",
+    "after approval from their manager",
+    "by email",
+    "using the mobile app",
+    "when the order ships",
+]
 
 
 def paragraphs(n: int, *, seed: int = 0) -> list[str]:
@@ -32,9 +54,11 @@ def paragraphs(n: int, *, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        sentences = [f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} "
-                     f"{rng.choice(OBJECTS)} {rng.choice(TAILS)}."
-                     for _ in range(rng.randint(3, 5))]
+        sentences = [
+            f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} "
+            f"{rng.choice(OBJECTS)} {rng.choice(TAILS)}."
+            for _ in range(rng.randint(3, 5))
+        ]
         # A ticket number and a product code per paragraph: words never seen before, as
         # in real text, so the "cold cache" row really hashes new words.
         ticket, model = rng.randint(10000, 99999), rng.randint(100, 999)

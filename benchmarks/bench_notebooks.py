@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import nbformat
-
 from _util import print_table
 
 from raglab.workbook.grading import execute as run_cells

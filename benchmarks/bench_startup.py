@@ -30,11 +30,26 @@ def main() -> None:
         "import raglab": process("-c", "import raglab"),
         "raglab --help": process("-m", "raglab", "--help"),
         "raglab ask (cold, hashing)": process(
-            "-m", "raglab", "ask", "What does error E-204 mean?", "--docs", str(CORPUS), "--tenant", "globex"
+            "-m",
+            "raglab",
+            "ask",
+            "What does error E-204 mean?",
+            "--docs",
+            str(CORPUS),
+            "--tenant",
+            "globex",
         ),
         "raglab ask (cold, lsa)": process(
-            "-m", "raglab", "ask", "What does error E-204 mean?", "--docs", str(CORPUS), "--tenant", "globex",
-            "--embedder", "lsa",
+            "-m",
+            "raglab",
+            "ask",
+            "What does error E-204 mean?",
+            "--docs",
+            str(CORPUS),
+            "--tenant",
+            "globex",
+            "--embedder",
+            "lsa",
         ),
     }
     times = {name: best_time(run, repeat=5) for name, run in cases.items()}

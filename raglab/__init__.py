@@ -25,13 +25,15 @@ from raglab.evaluation import (
 )
 from raglab.extractive import ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
-from raglab.openai_http import GenerationError, OpenAIChatGenerator
+from raglab.indexing import sync
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
+from raglab.openai_http import GenerationError, OpenAIChatGenerator
 from raglab.pipeline import Index, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt
 from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
 from raglab.retrieval import METHODS, Retriever, reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
+from raglab.sqlite_store import SQLiteStore
 from raglab.stores import (
     DimensionMismatch,
     EmbedderMismatch,
@@ -39,23 +41,66 @@ from raglab.stores import (
     StoreError,
     VectorStore,
 )
-from raglab.sqlite_store import SQLiteStore
-from raglab.indexing import sync
 from raglab.vectors import cosine, normalise, top_k
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ABSTENTION",
+    "BM25",
+    "METHODS",
+    "Answer",
+    "Chunk",
+    "Chunker",
+    "Citation",
+    "CitationReport",
+    "CorpusError",
+    "DimensionMismatch",
+    "Document",
+    "DocumentError",
+    "Embedder",
+    "EmbedderMismatch",
+    "EvalReport",
+    "ExtractiveGenerator",
+    "GenerationError",
+    "Generator",
+    "HashingEmbedder",
+    "Hit",
+    "Index",
+    "LSAEmbedder",
+    "MemoryStore",
+    "OpenAIChatGenerator",
+    "Principal",
+    "Prompt",
+    "Question",
+    "Retriever",
+    "SQLiteStore",
+    "StoreError",
+    "VectorStore",
+    "ask",
+    "available_embedders",
+    "build_prompt",
+    "can_read",
+    "chunk",
+    "cosine",
+    "eligible_rows",
+    "embedder",
+    "evaluate",
+    "hit_rate_at_k",
+    "is_abstention",
+    "load_file",
+    "load_folder",
+    "load_questions",
+    "mrr",
+    "ndcg_at_k",
+    "normalise",
+    "parse_citations",
+    "recall_at_k",
+    "reciprocal_rank_fusion",
     "sample_corpus",
     "sample_questions",
-    "ABSTENTION", "Answer", "BM25", "Chunk", "Chunker", "Citation", "CitationReport",
-    "CorpusError", "DimensionMismatch", "Document", "DocumentError", "Embedder",
-    "EmbedderMismatch", "EvalReport", "ExtractiveGenerator", "GenerationError", "Generator",
-    "HashingEmbedder", "Hit", "Index", "LSAEmbedder", "METHODS", "MemoryStore",
-    "OpenAIChatGenerator", "Principal", "Prompt", "Question", "Retriever", "SQLiteStore",
-    "StoreError", "VectorStore", "ask",
-    "available_embedders", "build_prompt", "can_read", "chunk", "cosine", "eligible_rows",
-    "embedder", "evaluate", "hit_rate_at_k", "is_abstention", "load_file", "load_folder",
-    "load_questions", "mrr", "ndcg_at_k", "normalise", "parse_citations", "recall_at_k",
-    "reciprocal_rank_fusion", "sync", "tokenize", "top_k", "verify_citations",
+    "sync",
+    "tokenize",
+    "top_k",
+    "verify_citations",
 ]

@@ -19,16 +19,17 @@ adds up a few rows of that table.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from itertools import chain
 
 import numpy as np
 
 from raglab.text import tokenize  # lowercase \w+ words, one-letter words kept
+from raglab.validation import check_number, check_texts
 from raglab.vectors import select_top_k
 
 __all__ = ["BM25", "lucene_idf", "term_saturation", "tokenize"]
+
 
 def lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     """Inverse document frequency, Lucene's form: ln(1 + (N − df + 0.5) / (df + 0.5)).
@@ -86,12 +87,8 @@ class BM25:
     def __init__(
         self, k1: float = 1.5, b: float = 0.75, *, tokenizer: Callable[[str], list[str]] = tokenize
     ) -> None:
-        if not (math.isfinite(k1) and k1 >= 0):
-            raise ValueError(f"k1 must be a finite number >= 0 (got k1={k1})")
-        if not 0 <= b <= 1:
-            raise ValueError(f"b must be between 0 and 1 (got b={b})")
-        self.k1 = float(k1)
-        self.b = float(b)
+        self.k1 = check_number("k1", k1, minimum=0)
+        self.b = check_number("b", b, minimum=0, maximum=1)
         self.tokenizer = tokenizer
 
     def __repr__(self) -> str:
@@ -101,8 +98,7 @@ class BM25:
 
     def fit(self, texts: Iterable[str]) -> BM25:
         """Learn the vocabulary, idf and word x document weights of `texts`; returns self."""
-        if isinstance(texts, str):  # a common slip: it would fit one "text" per character
-            raise TypeError("texts must be a list of strings, not one string (got a str)")
+        texts = check_texts("texts", texts)  # one string would fit one "text" per letter
         docs = [self.tokenizer(text) for text in texts]
         n_docs = len(docs)
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n_docs)

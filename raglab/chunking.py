@@ -16,13 +16,13 @@ Two tools live here:
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from raglab.records import Chunk, Document
 from raglab.text import markdown_lines
+from raglab.validation import check_int
 
 # Bumped whenever the cutting rules change, so an index built by an older chunker is
 # detected as stale (it is stored with the index through `Chunker.params()`).
@@ -39,15 +39,13 @@ Span = tuple[int, int]  # (start, end) character offsets, end exclusive
 def _check_window(size: int, overlap: int) -> tuple[int, int]:
     """Validate `size` and `overlap` (characters) and return them as plain ints.
 
-    `operator.index` accepts numpy integers but refuses floats and strings, which
-    would otherwise fail much later, deep inside a slice.
+    A float or a string would otherwise fail much later, deep inside a slice.
     """
-    size, overlap = operator.index(size), operator.index(overlap)
-    if size <= 0:
-        raise ValueError(f"size must be > 0 (got size={size}, overlap={overlap})")
+    size = check_int("size", size, minimum=1)
+    overlap = check_int("overlap", overlap, minimum=0)
     # Subtle: overlap == size would give a step of 0, an endless loop; it is refused too.
-    if overlap < 0 or overlap >= size:
-        raise ValueError(f"overlap must be >= 0 and < size (got overlap={overlap}, size={size})")
+    if overlap >= size:
+        raise ValueError(f"overlap must be < size (got overlap={overlap}, size={size})")
     return size, overlap
 
 

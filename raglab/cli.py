@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="raglab",
         description="A small, offline RAG engine: index a folder of documents, ask questions "
         "with cited answers, and evaluate retrieval.",
-        epilog=EXAMPLES + "\nworkbook commands:\n  raglab exercises build|check   student notebooks\n"
+        epilog=EXAMPLES
+        + "\nworkbook commands:\n  raglab exercises build|check   student notebooks\n"
         "  raglab grade PATH... [--csv FILE] [--summary]   grade learners' notebooks\n"
         "  raglab progress [FOLDER]   the exercises you have passed so far\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -82,46 +83,92 @@ def build_parser() -> argparse.ArgumentParser:
 
     def corpus_options(sub: argparse.ArgumentParser, k_help: str = "how many chunks to retrieve"):
         source = sub.add_mutually_exclusive_group(required=True)
-        source.add_argument("--docs", metavar="DIR", type=Path, help="a folder of .md/.txt files, indexed in memory")
-        source.add_argument("--index", metavar="FILE", type=Path, help="an index file made by `raglab index`")
+        source.add_argument(
+            "--docs", metavar="DIR", type=Path, help="a folder of .md/.txt files, indexed in memory"
+        )
+        source.add_argument(
+            "--index", metavar="FILE", type=Path, help="an index file made by `raglab index`"
+        )
         sub.add_argument("--k", type=positive_int, default=5, help=f"{k_help} (default 5)")
-        sub.add_argument("--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)")
-        sub.add_argument("--embedder", choices=available_embedders(), default=None,
-                         help="embedder for --docs (default hashing; an index remembers its own)")
+        sub.add_argument(
+            "--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)"
+        )
+        sub.add_argument(
+            "--embedder",
+            choices=available_embedders(),
+            default=None,
+            help="embedder for --docs (default hashing; an index remembers its own)",
+        )
         chunker_options(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object")
 
-    ask = commands.add_parser("ask", help="answer a question with cited sources",
-                              description="Answer a question from the documents the asker may read.")
+    ask = commands.add_parser(
+        "ask",
+        help="answer a question with cited sources",
+        description="Answer a question from the documents the asker may read.",
+    )
     ask.add_argument("question")
     corpus_options(ask)
     ask.add_argument("--tenant", default="default", help="the asker's tenant (default 'default')")
-    ask.add_argument("--groups", type=comma_list, default=(), help="the asker's groups, comma-separated")
+    ask.add_argument(
+        "--groups", type=comma_list, default=(), help="the asker's groups, comma-separated"
+    )
     ask.add_argument("--user", default="cli", help="the asker's user name (for the record)")
-    ask.add_argument("--llm-url", metavar="URL", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 "
-                     "(default: the offline extractive generator); key from RAGLAB_API_KEY")
+    ask.add_argument(
+        "--llm-url",
+        metavar="URL",
+        help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 "
+        "(default: the offline extractive generator); key from RAGLAB_API_KEY",
+    )
     ask.add_argument("--llm-model", metavar="NAME", help="the model name for --llm-url")
-    ask.add_argument("--llm-timeout", metavar="SECONDS", type=float, default=60.0,
-                     help="the whole request's deadline, connecting to last byte (default 60)")
+    ask.add_argument(
+        "--llm-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=60.0,
+        help="the whole request's deadline, connecting to last byte (default 60)",
+    )
     ask.set_defaults(run=run_ask)
 
-    index = commands.add_parser("index", help="build or update an index file from a folder",
-                                description="Index a folder incrementally: changed documents are "
-                                "re-embedded, removed ones deleted, unchanged ones kept.")
+    index = commands.add_parser(
+        "index",
+        help="build or update an index file from a folder",
+        description="Index a folder incrementally: changed documents are "
+        "re-embedded, removed ones deleted, unchanged ones kept.",
+    )
     index.add_argument("folder", type=Path, metavar="DIR")
-    index.add_argument("--index", metavar="FILE", type=Path, required=True, help="the index file to create or update")
-    index.add_argument("--embedder", choices=available_embedders(), default=None, help="default hashing")
+    index.add_argument(
+        "--index",
+        metavar="FILE",
+        type=Path,
+        required=True,
+        help="the index file to create or update",
+    )
+    index.add_argument(
+        "--embedder", choices=available_embedders(), default=None, help="default hashing"
+    )
     chunker_options(index)
     index.add_argument("--json", action="store_true", help="print one JSON object")
     index.set_defaults(run=run_index)
 
-    evaluate = commands.add_parser("eval", help="score retrieval and answers on a labelled question set",
-                                   description="Evaluate on a JSONL question set (see data/README.md).")
-    corpus_options(evaluate, k_help="the cut-off, in distinct documents, of recall, hit rate and "
-                   "MRR; answers see the top k chunks")
-    evaluate.add_argument("--questions", metavar="FILE", type=Path, required=True, help="JSONL question set")
-    evaluate.add_argument("--retrieval-only", action="store_true",
-                          help="score retrieval alone: no answers, no answer metrics (faster)")
+    evaluate = commands.add_parser(
+        "eval",
+        help="score retrieval and answers on a labelled question set",
+        description="Evaluate on a JSONL question set (see data/README.md).",
+    )
+    corpus_options(
+        evaluate,
+        k_help="the cut-off, in distinct documents, of recall, hit rate and "
+        "MRR; answers see the top k chunks",
+    )
+    evaluate.add_argument(
+        "--questions", metavar="FILE", type=Path, required=True, help="JSONL question set"
+    )
+    evaluate.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="score retrieval alone: no answers, no answer metrics (faster)",
+    )
     evaluate.set_defaults(run=run_eval)
     return parser
 
@@ -131,12 +178,26 @@ def chunker_options(sub: argparse.ArgumentParser) -> None:
     from raglab.chunking import CUTTERS, Chunker
 
     default = Chunker()
-    sub.add_argument("--chunker", choices=tuple(CUTTERS), default=None,
-                     help=f"how to cut documents (default {default.kind}; an index keeps its own)")
-    sub.add_argument("--chunk-size", metavar="CHARS", type=positive_int, default=None,
-                     help=f"the largest chunk, in characters (default {default.size})")
-    sub.add_argument("--overlap", metavar="CHARS", type=int, default=None,
-                     help=f"characters shared by neighbouring windows (default {default.overlap})")
+    sub.add_argument(
+        "--chunker",
+        choices=tuple(CUTTERS),
+        default=None,
+        help=f"how to cut documents (default {default.kind}; an index keeps its own)",
+    )
+    sub.add_argument(
+        "--chunk-size",
+        metavar="CHARS",
+        type=positive_int,
+        default=None,
+        help=f"the largest chunk, in characters (default {default.size})",
+    )
+    sub.add_argument(
+        "--overlap",
+        metavar="CHARS",
+        type=int,
+        default=None,
+        help=f"characters shared by neighbouring windows (default {default.overlap})",
+    )
 
 
 def positive_int(text: str) -> int:
@@ -159,7 +220,9 @@ def open_index(args: argparse.Namespace):
 
     if args.index is not None:
         if args.embedder is not None:
-            raise ValueError("--embedder applies to --docs; an index file uses the embedder it was built with")
+            raise ValueError(
+                "--embedder applies to --docs; an index file uses the embedder it was built with"
+            )
         index = Index.open(args.index)
         check_chunker(args, index.store.meta["chunker"])
         return index
@@ -174,8 +237,10 @@ def make_chunker(args: argparse.Namespace, recorded: dict | None = None):
     from raglab.chunking import Chunker
 
     given = {"kind": args.chunker, "size": args.chunk_size, "overlap": args.overlap}
-    settings = {name: (recorded or {}).get(name) if value is None else value
-                for name, value in given.items()}
+    settings = {
+        name: (recorded or {}).get(name) if value is None else value
+        for name, value in given.items()
+    }
     try:
         return Chunker(**{name: value for name, value in settings.items() if value is not None})
     except ValueError as error:
@@ -228,7 +293,9 @@ def run_ask(args: argparse.Namespace) -> int:
     generator = make_generator(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
-    answer = ask(args.question, index, principal, k=args.k, method=args.retriever, generator=generator)
+    answer = ask(
+        args.question, index, principal, k=args.k, method=args.retriever, generator=generator
+    )
     if args.json:
         print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
     else:
@@ -251,7 +318,13 @@ def make_generator(args: argparse.Namespace):
 
 def hit_as_dict(n: int, hit) -> dict:
     chunk = hit.chunk
-    return {"n": n, "doc_id": chunk.doc_id, "start": chunk.start, "end": chunk.end, "score": round(hit.score, 6)}
+    return {
+        "n": n,
+        "doc_id": chunk.doc_id,
+        "start": chunk.start,
+        "end": chunk.end,
+        "score": round(hit.score, 6),
+    }
 
 
 def answer_as_dict(answer) -> dict:
@@ -271,7 +344,9 @@ def format_answer(answer) -> str:
         for citation in answer.citations:
             chunk = citation.hit.chunk
             where = f" — {chunk.heading}" if chunk.heading else ""
-            lines.append(f"  [{citation.n}] {chunk.doc_id}{where} (chars {chunk.start}-{chunk.end})")
+            lines.append(
+                f"  [{citation.n}] {chunk.doc_id}{where} (chars {chunk.start}-{chunk.end})"
+            )
     elif not answer.abstained:
         lines.append("(no sources cited)")
     if answer.invalid_citations:
@@ -285,8 +360,9 @@ def run_index(args: argparse.Namespace) -> int:
 
     # A chunker option left out keeps the index's own setting: an update never re-cuts by surprise.
     chunker = make_chunker(args, recorded_chunker(args.index))
-    index = Index.from_folder(args.folder, embedder=args.embedder or DEFAULT_EMBEDDER,
-                              chunker=chunker, path=args.index)
+    index = Index.from_folder(
+        args.folder, embedder=args.embedder or DEFAULT_EMBEDDER, chunker=chunker, path=args.index
+    )
     warn_load_errors(index.load_errors)
     report = index.report
     summary = {
@@ -303,10 +379,12 @@ def run_index(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
-              f"({describe_chunker(chunker.params())}): "
-              f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
-              f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped")
+        print(
+            f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
+            f"({describe_chunker(chunker.params())}): "
+            f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
+            f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped"
+        )
         if report.rebuilt:
             print(f"everything re-embedded: {report.rebuilt}")
     return 0
@@ -329,7 +407,9 @@ def run_eval(args: argparse.Namespace) -> int:
 
     report = evaluate(
         questions,
-        search=lambda q, depth: index.search(q.question, principal(q), k=depth, method=args.retriever),
+        search=lambda q, depth: index.search(
+            q.question, principal(q), k=depth, method=args.retriever
+        ),
         answer=None if args.retrieval_only else answer,
         k=args.k,
         retriever=args.retriever,

@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from raglab.text import STOPWORDS, fingerprint, stable_hash, tokenize
+from raglab.validation import check_int, check_texts
 
 # --------------------------------------------------------------------------- protocols
 
@@ -72,30 +73,6 @@ class Embedder(Protocol):
 
 
 # --------------------------------------------------------------------- shared helpers
-
-
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    """The texts as a list, or a TypeError that says what was wrong.
-
-    A bare string is refused: iterating it would silently embed each character.
-    """
-    if isinstance(texts, str):
-        raise TypeError(f"texts must be a sequence of strings, not one string "
-                        f"(got {texts[:40]!r}); wrap it in a list: embed([text])")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] must be a str (got {type(text).__name__})")
-    return texts
-
-
-def _check_int(name: str, value: object, *, minimum: int | None = None) -> None:
-    """TypeError unless `value` is an int; ValueError if it is below `minimum`."""
-    # bool is a subclass of int, but dim=True is surely a mistake.
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer (got {name}={value!r})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum} (got {name}={value!r})")
 
 
 ZERO_NORM = 1e-12
@@ -151,7 +128,7 @@ def _char_hashes(word: str, low: int, high: int) -> np.ndarray:
     "ds>"), so "refund" and "refunds" share all n-grams but the last few.
     """
     marked = f"<{word}>"
-    grams = [marked[i:i + n] for n in range(low, high + 1) for i in range(len(marked) - n + 1)]
+    grams = [marked[i : i + n] for n in range(low, high + 1) for i in range(len(marked) - n + 1)]
     if not grams:  # a word of fewer than low - 2 letters has no low-gram: use it whole
         grams = [marked]
     hashes = np.array([stable_hash(f"c:{g}") for g in grams], dtype=np.uint64)
@@ -226,12 +203,15 @@ class HashingEmbedder:
     stopwords: bool = True
 
     def __post_init__(self) -> None:
-        _check_int("dim", self.dim, minimum=1)
+        check_int("dim", self.dim, minimum=1)
         ngrams = tuple(self.char_ngrams) if isinstance(self.char_ngrams, tuple | list) else ()
-        if not (len(ngrams) == 2 and all(type(n) is int for n in ngrams)
-                and 1 <= ngrams[0] <= ngrams[1]):
-            raise ValueError(f"char_ngrams must be (low, high) with 1 <= low <= high "
-                             f"(got char_ngrams={self.char_ngrams!r})")
+        if not (
+            len(ngrams) == 2 and all(type(n) is int for n in ngrams) and 1 <= ngrams[0] <= ngrams[1]
+        ):
+            raise ValueError(
+                f"char_ngrams must be (low, high) with 1 <= low <= high "
+                f"(got char_ngrams={self.char_ngrams!r})"
+            )
         # Accept a list such as [3, 5] but store a tuple, so the object stays hashable.
         object.__setattr__(self, "char_ngrams", ngrams)
 
@@ -243,11 +223,13 @@ class HashingEmbedder:
     def version(self) -> str:
         """Every setting that changes a vector, so a changed setting is detected."""
         low, high = self.char_ngrams
-        return (f"{HASHING_VERSION}:dim={self.dim}:char={low}-{high}:bigrams={int(self.bigrams)}"
-                f":stop={'en' if self.stopwords else 'none'}")
+        return (
+            f"{HASHING_VERSION}:dim={self.dim}:char={low}-{high}:bigrams={int(self.bigrams)}"
+            f":stop={'en' if self.stopwords else 'none'}"
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [self._embed_one(text) for text in _check_texts(texts)]
+        rows = [self._embed_one(text) for text in check_texts("texts", texts)]
         if not rows:
             return np.zeros((0, self.dim), dtype=np.float32)
         return _normalise_rows(np.stack(rows)).astype(np.float32)
@@ -257,13 +239,19 @@ class HashingEmbedder:
         low, high = self.char_ngrams
         blocks = {
             "word": np.array([_word_hash(w) for w in words], dtype=np.uint64),
-            "bigram": np.array([_bigram_hash(a, b) for a, b in pairwise(words)]
-                               if self.bigrams else [], dtype=np.uint64),
-            "char": (np.concatenate([_char_hashes(w, low, high) for w in words])
-                     if words else np.zeros(0, dtype=np.uint64)),
+            "bigram": np.array(
+                [_bigram_hash(a, b) for a, b in pairwise(words)] if self.bigrams else [],
+                dtype=np.uint64,
+            ),
+            "char": (
+                np.concatenate([_char_hashes(w, low, high) for w in words])
+                if words
+                else np.zeros(0, dtype=np.uint64)
+            ),
         }
-        return sum(BLOCK_WEIGHTS[kind] * _block_vector(hashes, self.dim)
-                   for kind, hashes in blocks.items())
+        return sum(
+            BLOCK_WEIGHTS[kind] * _block_vector(hashes, self.dim) for kind, hashes in blocks.items()
+        )
 
 
 # ------------------------------------------------------------------------------ LSA
@@ -314,8 +302,8 @@ class LSAEmbedder:
     model: _LSAModel | None = None
 
     def __post_init__(self) -> None:
-        _check_int("dim", self.dim, minimum=1)
-        _check_int("seed", self.seed)
+        check_int("dim", self.dim, minimum=1)
+        check_int("seed", self.seed)
 
     @property
     def name(self) -> str:
@@ -341,17 +329,19 @@ class LSAEmbedder:
         import sklearn
         from sklearn.decomposition import TruncatedSVD
 
-        texts = _check_texts(texts)
+        texts = check_texts("texts", texts)
         vectorizer = _tfidf()
         try:
             tfidf = vectorizer.fit_transform(texts)
         except ValueError as error:  # sklearn: "empty vocabulary"
-            raise ValueError(f"LSA cannot fit: the {len(texts)} text(s) contain no words"
-                             ) from error
+            raise ValueError(
+                f"LSA cannot fit: the {len(texts)} text(s) contain no words"
+            ) from error
         n_texts, n_terms = tfidf.shape
         if n_terms < 2:
-            raise ValueError(f"LSA needs at least 2 distinct terms to fit (got {n_terms} "
-                             f"from {n_texts} text(s))")
+            raise ValueError(
+                f"LSA needs at least 2 distinct terms to fit (got {n_terms} from {n_texts} text(s))"
+            )
         # The SVD of an n_texts x n_terms matrix has at most min(n_texts, n_terms) directions.
         svd = TruncatedSVD(n_components=min(self.dim, n_texts, n_terms), random_state=self.seed)
         # One text has no variance: sklearn's explained-variance ratio (which no vector
@@ -363,13 +353,13 @@ class LSAEmbedder:
         return LSAEmbedder(dim=self.dim, seed=self.seed, model=model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = _check_texts(texts)
+        texts = check_texts("texts", texts)
         if self.model is None:
             return self.fit(texts).embed(texts) if texts else np.zeros((0, self.dim), np.float32)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if texts:
             projected = self.model.svd.transform(self.model.vectorizer.transform(texts))
-            out[:, :projected.shape[1]] = _normalise_rows(projected)
+            out[:, : projected.shape[1]] = _normalise_rows(projected)
         return out
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from raglab.records import DEFAULT_TENANT, Answer, Hit
+from raglab.validation import check_int
 
 # nDCG is always reported at 10, whatever k is: the depth most IR benchmarks (BEIR, MS MARCO)
 # report, so figures stay comparable when k changes. Documents are therefore ranked to max(k, 10).
@@ -49,10 +50,8 @@ CHUNKS_PER_DOCUMENT = 3
 # --- metrics over one ranked list --------------------------------------------------------------
 
 
-def _check(relevant: Collection[str], k: int | None = None) -> frozenset[str]:
-    """Validate the shared inputs and return the relevant ids as a set."""
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
-        raise ValueError(f"k must be an integer >= 1 (got k={k!r})")
+def _check(relevant: Collection[str]) -> frozenset[str]:
+    """Validate the relevant ids and return them as a set."""
     if isinstance(relevant, str):
         # A bare string is a collection of characters: almost certainly a mistake.
         raise TypeError(f"relevant must be a collection of ids, not a string (got {relevant!r})")
@@ -82,7 +81,8 @@ def recall_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> flo
     >>> recall_at_k(["a", "b", "c"], {"b", "d"}, k=2)
     0.5
     """
-    relevant_set = _check(relevant, k)
+    k = check_int("k", k, minimum=1)
+    relevant_set = _check(relevant)
     top = unique_in_order(ranked)[:k]
     return sum(doc in relevant_set for doc in top) / len(relevant_set)
 
@@ -95,7 +95,8 @@ def hit_rate_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> f
     >>> hit_rate_at_k(["a", "b", "c"], {"c"}, k=2)
     0.0
     """
-    relevant_set = _check(relevant, k)
+    k = check_int("k", k, minimum=1)
+    relevant_set = _check(relevant)
     top = unique_in_order(ranked)[:k]
     return 1.0 if any(doc in relevant_set for doc in top) else 0.0
 
@@ -115,7 +116,9 @@ def mrr(ranked: Sequence[str], relevant: Collection[str], k: int | None = None) 
     >>> mrr(["a", "b", "c"], {"b", "d"}, k=1)
     0.0
     """
-    relevant_set = _check(relevant, k)
+    relevant_set = _check(relevant)
+    if k is not None:
+        k = check_int("k", k, minimum=1)
     for rank, doc in enumerate(unique_in_order(ranked)[:k], start=1):
         if doc in relevant_set:
             return 1.0 / rank
@@ -139,7 +142,8 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float
     >>> round(ndcg_at_k(["a", "b", "c"], {"b", "d"}, k=3), 4)
     0.3869
     """
-    relevant_set = _check(relevant, k)
+    k = check_int("k", k, minimum=1)
+    relevant_set = _check(relevant)
     top = unique_in_order(ranked)[:k]
     dcg = sum(_discount(r) for r, doc in enumerate(top, start=1) if doc in relevant_set)
     ideal = sum(_discount(r) for r in range(1, min(k, len(relevant_set)) + 1))
@@ -232,9 +236,7 @@ def _parse_question(line: str) -> Question:
     return Question(**obj)
 
 
-def load_questions(
-    path: str | Path, *, doc_ids: Collection[str] | None = None
-) -> list[Question]:
+def load_questions(path: str | Path, *, doc_ids: Collection[str] | None = None) -> list[Question]:
     """Read a question set: JSONL, one question object a line, blank lines skipped.
 
     Raises `QuestionSetError` naming the file, the line number and the reason for bytes
@@ -501,8 +503,7 @@ def evaluate(
     not, so a leak is caught wherever it happens. `retriever` and `embedder` are labels
     copied into the report.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be an integer >= 1 (got k={k!r})")
+    k = check_int("k", k, minimum=1)
     if not questions:
         raise ValueError("questions is empty: there is nothing to evaluate")
     results = [_score_question(q, search=search, answer=answer, k=k) for q in questions]

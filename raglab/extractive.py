@@ -20,11 +20,13 @@ from dataclasses import dataclass, field, replace
 from raglab.prompting import ABSTENTION, Prompt
 from raglab.records import Hit
 from raglab.text import STOPWORDS, markdown_lines, tokenize
+from raglab.validation import check_int, check_number
 
 __all__ = ["Evidence", "ExtractiveGenerator"]
 
 
 # --- words and stems ---------------------------------------------------------------------
+
 
 def stem(word: str) -> str:
     """A light suffix stripper, so "days" matches "day" and "requested" matches "request".
@@ -61,8 +63,9 @@ def content_stems(text: str) -> frozenset[str]:
     >>> sorted(content_stems("How many days of annual leave do I get?"))
     ['annual', 'day', 'leav']
     """
-    return frozenset(stem(w) for w in tokenize(text)
-                     if w not in STOPWORDS and (len(w) > 1 or w.isdigit()))
+    return frozenset(
+        stem(w) for w in tokenize(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
+    )
 
 
 def smooth_idf(df: int, n: int) -> float:
@@ -397,12 +400,8 @@ class ExtractiveGenerator:
     min_support: float = DEFAULT_MIN_SUPPORT
 
     def __post_init__(self) -> None:
-        if self.max_sentences < 1:
-            raise ValueError(f"max_sentences must be >= 1 (got max_sentences={self.max_sentences})")
-        if not 0.0 <= self.min_support <= 1.0:
-            raise ValueError(
-                f"min_support must be between 0 and 1 (got min_support={self.min_support})"
-            )
+        check_int("max_sentences", self.max_sentences, minimum=1)
+        check_number("min_support", self.min_support, minimum=0, maximum=1)
 
     def rank(self, prompt: Prompt) -> list[Evidence]:
         """Every candidate sentence of the prompt's sources, scored, best first."""

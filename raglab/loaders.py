@@ -72,6 +72,7 @@ from pathlib import Path
 
 from raglab.records import DEFAULT_TENANT, Document
 from raglab.text import markdown_lines
+from raglab.validation import check_int
 
 DEFAULT_MAX_BYTES = 1_000_000
 """Largest file loaded (1 MB, about 150 pages of text): anything bigger in a folder of
@@ -195,8 +196,7 @@ def load_file(
     >>> doc.id, doc.title, doc.tenant, doc.text
     ('leave.md', 'Leave', 'acme', '# Leave\\nTen days.\\n')
     """
-    if max_bytes <= 0:
-        raise ValueError(f"max_bytes must be > 0 (got max_bytes={max_bytes})")
+    max_bytes = check_int("max_bytes", max_bytes, minimum=1)
     doc_id = _document_id(Path(path), Path(root))
     data = _read_inside_corpus(Path(path), Path(root), doc_id, max_bytes)
     text = _decode(data, doc_id)

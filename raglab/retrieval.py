@@ -28,6 +28,7 @@ from raglab.embedders import Embedder
 from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
+from raglab.validation import check_int
 
 METHODS = ("dense", "bm25", "hybrid")
 """The ways a `Retriever` ranks chunks."""
@@ -53,6 +54,8 @@ def reciprocal_rank_fusion(
     >>> [h.chunk.doc_id for h in reciprocal_rank_fusion([[Hit(a, 9)], [Hit(b, 5), Hit(a, 1)]], 2)]
     ['a.md', 'b.md']
     """
+    k = check_int("k", k, minimum=1)
+    rrf_k = check_int("rrf_k", rrf_k, minimum=0)
     fused: dict[str, float] = {}
     chunks: dict[str, Chunk] = {}
     for ranking in rankings:
@@ -116,8 +119,7 @@ class Retriever:
 
     def search(self, question: str, principal: Principal, k: int = 5) -> list[Hit]:
         """The top-k hits for `question` among the chunks `principal` may read."""
-        if k <= 0:
-            raise ValueError(f"k must be > 0 (got k={k})")
+        k = check_int("k", k, minimum=1)
         if self.method == "dense":
             return self.dense(question, principal, k, min_score=self.min_score)
         if self.method == "bm25":

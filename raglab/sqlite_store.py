@@ -16,6 +16,7 @@ from typing import Any, Self
 import numpy as np
 
 from raglab.records import Chunk
+
 # The reading path and the settings checks are shared with the memory store.
 from raglab.stores import (
     META_KEYS,
@@ -309,8 +310,10 @@ class SQLiteStore(_SnapshotReads):
         dim = self._dim or 0
         blob = b"".join(row[-1] for row in rows)
         if len(blob) != len(rows) * dim * 4:
-            raise StoreError(f"index file {str(self.path)!r} is corrupt (vector blobs do not "
-                             f"match dim={dim}): {_REBUILD}")
+            raise StoreError(
+                f"index file {str(self.path)!r} is corrupt (vector blobs do not "
+                f"match dim={dim}): {_REBUILD}"
+            )
         # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
         matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
         matrix.setflags(write=False)
@@ -319,9 +322,19 @@ class SQLiteStore(_SnapshotReads):
 
 def _chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
     """A chunk as a row, in _CHUNK_COLUMNS order."""
-    return (chunk.doc_id, chunk.index, chunk.text, chunk.start, chunk.end, chunk.heading,
-            chunk.title, chunk.tenant, json.dumps(list(chunk.groups)), chunk.doc_version,
-            vector.astype("<f4").tobytes())
+    return (
+        chunk.doc_id,
+        chunk.index,
+        chunk.text,
+        chunk.start,
+        chunk.end,
+        chunk.heading,
+        chunk.title,
+        chunk.tenant,
+        json.dumps(list(chunk.groups)),
+        chunk.doc_version,
+        vector.astype("<f4").tobytes(),
+    )
 
 
 def _connect(path: Path, *, mode: str) -> sqlite3.Connection:
@@ -395,10 +408,14 @@ def _check_schema(con: sqlite3.Connection, path: Path) -> None:
     version = meta.get("schema_version")
     if version != SCHEMA_VERSION:
         newer = isinstance(version, int) and version > SCHEMA_VERSION
-        fix = "newer than this raglab reads ({}): upgrade raglab" if newer else (
-            "this raglab reads {}: rebuild the index")
-        raise StoreError(f"index file {name!r} has schema version {version!r}, "
-                         + fix.format(SCHEMA_VERSION))
+        fix = (
+            "newer than this raglab reads ({}): upgrade raglab"
+            if newer
+            else ("this raglab reads {}: rebuild the index")
+        )
+        raise StoreError(
+            f"index file {name!r} has schema version {version!r}, " + fix.format(SCHEMA_VERSION)
+        )
 
 
 def _check_pages(con: sqlite3.Connection, path: Path) -> None:

@@ -33,6 +33,7 @@ import numpy as np
 
 from raglab.access import AccessIndex
 from raglab.records import Chunk, Document, Hit, Principal
+from raglab.validation import check_int
 from raglab.vectors import normalise, top_k
 
 if TYPE_CHECKING:
@@ -239,11 +240,8 @@ def _check_chunks_match(chunks: tuple[Chunk, ...], record: DocRecord) -> None:
 
 
 def _check_dim(dim: int | None) -> int | None:
-    if dim is not None and (
-        not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim <= 0
-    ):
-        raise ValueError(f"dim must be a positive whole number (got dim={dim!r})")
-    return None if dim is None else int(dim)
+    """`dim` may be left out (None): the first vectors set it."""
+    return None if dim is None else check_int("dim", dim, minimum=1)
 
 
 def _checked_meta(meta: Mapping[str, Any], current: dict[str, Any]) -> dict[str, Any]:
@@ -310,8 +308,7 @@ def _search(
     min_score: float | None,
 ) -> list[Hit]:
     """Filter, then score: cosine of `query` with the eligible rows only, top-k, best first."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ValueError(f"k must be a positive whole number (got k={k!r})")
+    k = check_int("k", k, minimum=1)
     q = _checked_query(query, dim)
     rows, block = snapshot.eligible(principal)
     if not len(rows):

@@ -19,7 +19,6 @@ in the order of the lower index. `select_top_k(scores, k)` applies it to any sco
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from raglab._topk_fast import rows_near_the_top
+from raglab.validation import check_int
 
 __all__ = ["TopK", "UnitMatrix", "cosine", "exact_scores", "normalise", "select_top_k", "top_k"]
 
@@ -100,13 +100,6 @@ def cosine(a: ArrayLike, b: ArrayLike) -> float:
     return float(np.clip(np.dot(x, y) / norms, -1.0, 1.0))
 
 
-def _check_k(k: int) -> int:
-    k = operator.index(k)  # accepts numpy integers, refuses floats
-    if k <= 0:
-        raise ValueError(f"k must be >= 1 (got k={k})")
-    return k
-
-
 def select_top_k(scores: np.ndarray, k: int) -> TopK:
     """The `k` best of `scores`: (indices as int64, their scores), best first.
 
@@ -117,7 +110,7 @@ def select_top_k(scores: np.ndarray, k: int) -> TopK:
     >>> select_top_k(np.array([0.5, 0.9, 0.5, 0.5], dtype=np.float32), 3)
     TopK(indices=array([1, 0, 2]), scores=array([0.9, 0.5, 0.5], dtype=float32))
     """
-    k = _check_k(k)
+    k = check_int("k", k, minimum=1)
     n = scores.shape[0]
     if k >= n:
         chosen = np.arange(n, dtype=np.int64)
@@ -255,7 +248,7 @@ def _unit_query(query: ArrayLike, dim: int, *, batched: bool = True) -> np.ndarr
 
 def _top_k_each(rows: np.ndarray, queries: np.ndarray, k: int, norms: np.ndarray | None) -> TopK:
     """`_exact_top_k` for one unit query, or for each row of a 2-D block of them."""
-    k = _check_k(k)
+    k = check_int("k", k, minimum=1)
     if queries.ndim == 1:
         return _exact_top_k(rows, queries, k, norms)
     width = min(k, rows.shape[0])

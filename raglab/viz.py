@@ -39,8 +39,8 @@ __all__ = [
     "map_limits",
     "on_tsne",
     "plot_bars",
-    "plot_lines",
     "plot_heatmap",
+    "plot_lines",
     "plot_recall_curves",
     "plot_retrieval_map",
     "retrieval_map",
@@ -215,8 +215,13 @@ def on_tsne(
     points = np.vstack([np.asarray(vectors, dtype=np.float32), np.asarray(query, np.float32)])
     xy = tsne_2d(points, seed=seed)
     near = _nearest_on_map(xy[:-1], xy[-1], np.flatnonzero(m.readable), m.k)
-    return replace(m, xy=xy[:-1], question_xy=xy[-1], near=near,
-                   axis_labels=(f"t-SNE 1 (seed {seed})", "t-SNE 2"))
+    return replace(
+        m,
+        xy=xy[:-1],
+        question_xy=xy[-1],
+        near=near,
+        axis_labels=(f"t-SNE 1 (seed {seed})", "t-SNE 2"),
+    )
 
 
 # --- drawing --------------------------------------------------------------------------------
@@ -255,17 +260,36 @@ def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Limits | Non
     hidden = np.flatnonzero(~m.readable)
     if hidden.size:
         # facecolors="none" with edgecolors (and no c=) draws hollow markers.
-        ax.scatter(*m.xy[hidden].T, s=14, facecolors="none", edgecolors=HIDDEN_COLOUR,
-                   linewidths=0.8, label="hidden by access (filtered before scoring)")
+        ax.scatter(
+            *m.xy[hidden].T,
+            s=14,
+            facecolors="none",
+            edgecolors=HIDDEN_COLOUR,
+            linewidths=0.8,
+            label="hidden by access (filtered before scoring)",
+        )
     if m.near_not_top.size:
-        ax.scatter(*m.xy[m.near_not_top].T, s=70, marker="s", facecolors="none",
-                   edgecolors="#555555", linewidths=1.2, label="near on the map, not retrieved")
+        ax.scatter(
+            *m.xy[m.near_not_top].T,
+            s=70,
+            marker="s",
+            facecolors="none",
+            edgecolors="#555555",
+            linewidths=1.2,
+            label="near on the map, not retrieved",
+        )
     for rank, row in enumerate(m.top, start=1):
         ax.plot(*np.stack([m.question_xy, m.xy[row]]).T, color=QUESTION_COLOUR, lw=0.7, alpha=0.6)
         ax.annotate(str(rank), m.xy[row], xytext=(5, 4), textcoords="offset points", fontsize=8)
     if m.top.size:
-        ax.scatter(*m.xy[m.top].T, s=90, facecolors="none", edgecolors=QUESTION_COLOUR,
-                   linewidths=1.4, label=f"retrieved (true top-{m.k})")
+        ax.scatter(
+            *m.xy[m.top].T,
+            s=90,
+            facecolors="none",
+            edgecolors=QUESTION_COLOUR,
+            linewidths=1.4,
+            label=f"retrieved (true top-{m.k})",
+        )
     ax.scatter(*m.question_xy, s=260, marker="*", color=QUESTION_COLOUR, label="question", zorder=5)
     ax.set_xlabel(m.axis_labels[0])
     ax.set_ylabel(m.axis_labels[1])
@@ -273,8 +297,13 @@ def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Limits | Non
         ax.set_xlim(*limits[0])
         ax.set_ylim(*limits[1])
     # Below the figure, so it never hides a point; one fixed place for every question.
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7,
-               frameon=False)
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=3,
+        fontsize=7,
+        frameon=False,
+    )
     default = f"{m.agreement} of the top-{m.k} are also nearest on this map"
     ax.set_title(title or default, fontsize=10)
     _score_panel(bars, m)
@@ -297,7 +326,7 @@ def _score_panel(ax: Any, m: RetrievalMap) -> None:
 
 def _short(text: str, width: int) -> str:
     """`text` cut to `width` characters, keeping its end (a chunk id's "#n" matters most)."""
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 Limits = tuple[tuple[float, float], tuple[float, float]]
@@ -307,12 +336,20 @@ def map_limits(xy: np.ndarray, margin: float = 0.05) -> Limits:
     """Axis limits covering every point of `xy`, with a margin: fixed for an explorer."""
     low, high = xy.min(axis=0), xy.max(axis=0)
     pad = (high - low) * margin
-    return (float(low[0] - pad[0]), float(high[0] + pad[0])), (float(low[1] - pad[1]),
-                                                               float(high[1] + pad[1]))
+    return (float(low[0] - pad[0]), float(high[0] + pad[0])), (
+        float(low[1] - pad[1]),
+        float(high[1] + pad[1]),
+    )
 
 
-def plot_heatmap(vectors: ArrayLike, labels: Sequence[str], *, title: str = "cosine similarity",
-                 vmin: float = 0.0, vmax: float = 1.0) -> Any:
+def plot_heatmap(
+    vectors: ArrayLike,
+    labels: Sequence[str],
+    *,
+    title: str = "cosine similarity",
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+) -> Any:
     """Cosine of every pair of rows, the diagonal (always 1) left blank, values written in.
 
     Keep `vmin`/`vmax` the same across a notebook, so colours mean the same thing.
@@ -328,8 +365,15 @@ def plot_heatmap(vectors: ArrayLike, labels: Sequence[str], *, title: str = "cos
         for j in range(len(sims)):
             if i != j:
                 light = sims[i, j] < (vmin + vmax) / 2
-                ax.text(j, i, f"{sims[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if light else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{sims[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if light else "black",
+                )
     short = [_short(label, 30) for label in labels]
     ax.set_xticks(range(len(short)), short, rotation=45, ha="right", fontsize=7)
     ax.set_yticks(range(len(short)), short, fontsize=7)
@@ -338,8 +382,9 @@ def plot_heatmap(vectors: ArrayLike, labels: Sequence[str], *, title: str = "cos
     return fig
 
 
-def plot_recall_curves(curves: dict[str, np.ndarray], ks: Sequence[int], *,
-                       title: str = "recall@k") -> Any:
+def plot_recall_curves(
+    curves: dict[str, np.ndarray], ks: Sequence[int], *, title: str = "recall@k"
+) -> Any:
     """recall@k against k: a thin line per question, the mean bold, one colour per method.
 
     `curves[name]` is a (questions, len(ks)) array of recall values.
@@ -351,8 +396,14 @@ def plot_recall_curves(curves: dict[str, np.ndarray], ks: Sequence[int], *,
             raise ValueError(f"curves[{name!r}] must have shape (questions, {len(ks)})")
         for row in values:
             ax.plot(ks, row, color=colour, lw=0.5, alpha=0.15)
-        ax.plot(ks, values.mean(axis=0), color=colour, lw=2.5, marker="o",
-                label=f"{name} (mean {values.mean(axis=0)[-1]:.2f} at k={ks[-1]})")
+        ax.plot(
+            ks,
+            values.mean(axis=0),
+            color=colour,
+            lw=2.5,
+            marker="o",
+            label=f"{name} (mean {values.mean(axis=0)[-1]:.2f} at k={ks[-1]})",
+        )
     ax.set_xlabel("k (documents retrieved)")
     ax.set_ylabel("recall@k")
     ax.set_ylim(-0.02, 1.02)
@@ -362,8 +413,14 @@ def plot_recall_curves(curves: dict[str, np.ndarray], ks: Sequence[int], *,
     return fig
 
 
-def plot_lines(x: ArrayLike, lines: dict[str, ArrayLike], *, xlabel: str = "", ylabel: str = "",
-               title: str = "") -> Any:
+def plot_lines(
+    x: ArrayLike,
+    lines: dict[str, ArrayLike],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+) -> Any:
     """One line per entry of `lines` (label -> y values over `x`), in a fixed colour order."""
     fig, ax = _figure()
     for (label, y), colour in zip(lines.items(), OKABE_ITO):
@@ -410,6 +467,12 @@ def show(fig: Any) -> None:
     from IPython.display import display
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, facecolor="white", bbox_inches="tight",
-                metadata={"Software": None})
+    fig.savefig(
+        buffer,
+        format="png",
+        dpi=DPI,
+        facecolor="white",
+        bbox_inches="tight",
+        metadata={"Software": None},
+    )
     display({"image/png": buffer.getvalue()}, raw=True)

@@ -77,8 +77,12 @@ def merged_streams(outputs: list) -> list:
     merged: list = []
     for output in outputs:
         previous = merged[-1] if merged else None
-        if (output.get("output_type") == "stream" and previous is not None
-                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
             previous["text"] += output["text"]
         else:
             merged.append(output)
@@ -91,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("execute", help="execute notebooks in place")
     run.add_argument("paths", nargs="+", type=Path)
     run.add_argument("--timeout", type=int, default=300, help="seconds per cell")
-    shape = commands.add_parser("normalise", help="put notebooks into the workbook's shape, in place")
+    shape = commands.add_parser(
+        "normalise", help="put notebooks into the workbook's shape, in place"
+    )
     shape.add_argument("paths", nargs="+", type=Path)
     args = parser.parse_args(argv)
     for path in args.paths:

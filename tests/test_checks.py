@@ -303,7 +303,8 @@ def test_exercise_ids_are_unique_across_the_workbook():
     import pkgutil
 
     names = [m.name for m in pkgutil.iter_modules(checks.__path__) if m.name != "core"]
-    registries = [importlib.import_module(f"raglab.workbook.checks.{name}").CHECKS for name in names]
+    registries = [
+        importlib.import_module(f"raglab.workbook.checks.{name}").CHECKS for name in names
+    ]
     assert len(names) >= 2
     assert sum(len(registry) for registry in registries) == len(CHECKS)
-

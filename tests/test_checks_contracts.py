@@ -206,6 +206,7 @@ def test_failure_prevented_fails_on_the_stub_and_the_empty_answer(capsys):
 
     assert not check_failure_prevented(stub).passed
     assert NOT_IMPLEMENTED in capsys.readouterr().out
+
     def empty() -> dict[str, str]:
         return {}  # the student version's starting point
 

@@ -10,10 +10,10 @@ import zlib
 import numpy as np
 import pytest
 
+from raglab.vectors import cosine as reference_cosine
 from raglab.workbook import checks
 from raglab.workbook.checks.core import NOT_IMPLEMENTED
 from raglab.workbook.checks.embeddings import reference_hash_embed
-from raglab.vectors import cosine as reference_cosine
 
 # --- cosine ---------------------------------------------------------------------------------
 
@@ -147,14 +147,16 @@ def _blake(word):
 
 def embed_builtin_hash(text, dim=64):
     """Python's hash(): salted per process, so the buckets differ from the recipe's."""
-    return _signed_buckets(WORD.findall(text.lower()), dim,
-                           lambda w, d: (hash(w) % d, 1.0 if hash(w) >= 0 else -1.0))
+    return _signed_buckets(
+        WORD.findall(text.lower()), dim, lambda w, d: (hash(w) % d, 1.0 if hash(w) >= 0 else -1.0)
+    )
 
 
 def embed_crc32(text, dim=64):
     """Stable, but not the recipe's hash."""
-    return _signed_buckets(WORD.findall(text.lower()), dim,
-                           lambda w, d: (zlib.crc32(w.encode()) % d, 1.0))
+    return _signed_buckets(
+        WORD.findall(text.lower()), dim, lambda w, d: (zlib.crc32(w.encode()) % d, 1.0)
+    )
 
 
 def embed_unsigned(text, dim=64):

@@ -55,7 +55,9 @@ def test_the_reference_is_unreachable_while_a_check_runs(fn, capsys):
 def test_under_nbgrader_a_failing_check_raises_with_its_message(monkeypatch, capsys):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     with pytest.raises(checks.CheckFailed, match="not implemented yet"):
-        checks.check_chunk(lambda text, size=800, overlap=100: (_ for _ in ()).throw(NotImplementedError()))
+        checks.check_chunk(
+            lambda text, size=800, overlap=100: (_ for _ in ()).throw(NotImplementedError())
+        )
     assert checks.check_chunk(reference_copy).passed  # a passing check stays quiet
 
 

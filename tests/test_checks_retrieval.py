@@ -112,8 +112,11 @@ def bm25_with(idf, *, saturation=None, query_tokens=lambda q: TOKEN.findall(q.lo
             for w in query_tokens(query):
                 if tf[w]:
                     f = tf[w]
-                    norm = saturation(f, len(d), avgdl, k1, b) if saturation else f / (
-                        f + k1 * (1 - b + b * len(d) / avgdl))
+                    norm = (
+                        saturation(f, len(d), avgdl, k1, b)
+                        if saturation
+                        else f / (f + k1 * (1 - b + b * len(d) / avgdl))
+                    )
                     total += idf(df[w], n) * norm
             scores.append(total)
         return np.array(scores)
@@ -124,12 +127,17 @@ def bm25_with(idf, *, saturation=None, query_tokens=lambda q: TOKEN.findall(q.lo
 lucene = bm25_with(lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)))
 classic_idf = bm25_with(lambda df, n: math.log((n - df + 0.5) / (df + 0.5)))
 plain_idf = bm25_with(lambda df, n: math.log(n / df))
-no_length = bm25_with(lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)),
-                      saturation=lambda f, dl, avg, k1, b: f / (f + k1))
-unique_query = bm25_with(lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)),
-                         query_tokens=lambda q: sorted(set(TOKEN.findall(q.lower()))))
-case_sensitive = bm25_with(lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)),
-                           query_tokens=lambda q: TOKEN.findall(q))
+no_length = bm25_with(
+    lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)),
+    saturation=lambda f, dl, avg, k1, b: f / (f + k1),
+)
+unique_query = bm25_with(
+    lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)),
+    query_tokens=lambda q: sorted(set(TOKEN.findall(q.lower()))),
+)
+case_sensitive = bm25_with(
+    lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)), query_tokens=lambda q: TOKEN.findall(q)
+)
 
 
 @pytest.mark.parametrize(

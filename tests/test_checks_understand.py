@@ -66,7 +66,7 @@ def guesses_unknown_steps(step):
 
 def test_lifecycle_key_splits_the_steps_in_two_halves():
     assert len(STEPS) == 12 and len(set(STEPS)) == 12
-    assert INDEXING < set(STEPS)
+    assert set(STEPS) > INDEXING
     assert UNKNOWN_STEP not in STEPS
 
 

@@ -53,11 +53,11 @@ def test_defaults_are_800_and_100():
 @pytest.mark.parametrize(
     ("size", "overlap", "message"),
     [
-        (0, 0, r"size must be > 0 \(got size=0, overlap=0\)"),
-        (-5, 1, r"size must be > 0 \(got size=-5, overlap=1\)"),
-        (10, -1, r"overlap must be >= 0 and < size \(got overlap=-1, size=10\)"),
-        (800, 800, r"overlap must be >= 0 and < size \(got overlap=800, size=800\)"),
-        (10, 11, r"overlap must be >= 0 and < size \(got overlap=11, size=10\)"),
+        (0, 0, r"size must be an integer >= 1 \(got size=0\)"),
+        (-5, 1, r"size must be an integer >= 1 \(got size=-5\)"),
+        (10, -1, r"overlap must be an integer >= 0 \(got overlap=-1\)"),
+        (800, 800, r"overlap must be < size \(got overlap=800, size=800\)"),
+        (10, 11, r"overlap must be < size \(got overlap=11, size=10\)"),
     ],
 )
 def test_bad_size_or_overlap_is_a_clear_value_error(size, overlap, message):
@@ -121,12 +121,12 @@ def test_chunker_defaults():
     ("kwargs", "message"),
     [
         ({"kind": "words"}, r"kind must be one of 'chars', 'structure' \(got kind='words'\)"),
-        ({"size": 0}, r"size must be > 0 \(got size=0, overlap=100\)"),
+        ({"size": 0}, r"size must be an integer >= 1 \(got size=0\)"),
         (
             {"size": 100, "overlap": 100},
-            r"overlap must be >= 0 and < size \(got overlap=100, size=100\)",
+            r"overlap must be < size \(got overlap=100, size=100\)",
         ),
-        ({"overlap": -1}, r"overlap must be >= 0 and < size \(got overlap=-1, size=800\)"),
+        ({"overlap": -1}, r"overlap must be an integer >= 0 \(got overlap=-1\)"),
     ],
 )
 def test_chunker_is_validated_at_construction(kwargs, message):

@@ -14,7 +14,10 @@ QUESTIONS = ROOT / "data" / "questions.jsonl"
 
 def raglab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        [sys.executable, "-m", "raglab", *map(str, args)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "raglab", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if check:
         assert result.returncode == 0, result.stderr
@@ -28,7 +31,9 @@ def test_help_lists_every_command():
 
 
 def test_ask_json_has_answer_citations_and_retrieved():
-    out = raglab("ask", "What does error E-204 mean?", "--docs", CORPUS, "--tenant", "globex", "--json").stdout
+    out = raglab(
+        "ask", "What does error E-204 mean?", "--docs", CORPUS, "--tenant", "globex", "--json"
+    ).stdout
     answer = json.loads(out)
     assert set(answer) >= {"answer", "abstained", "citations", "retrieved"}
     assert answer["abstained"] is False
@@ -42,13 +47,24 @@ def test_ask_json_has_answer_citations_and_retrieved():
 
 
 def test_ask_prints_answer_and_sources():
-    out = raglab("ask", "What does error E-204 mean?", "--docs", CORPUS, "--tenant", "globex").stdout
+    out = raglab(
+        "ask", "What does error E-204 mean?", "--docs", CORPUS, "--tenant", "globex"
+    ).stdout
     assert "Sources:" in out and "globex/" in out
 
 
 def test_cross_tenant_request_sees_only_own_tenant():
-    out = raglab("ask", "What is the reseller price of the GX-T200-PRO?", "--docs", CORPUS,
-                 "--tenant", "acme", "--k", "10", "--json").stdout
+    out = raglab(
+        "ask",
+        "What is the reseller price of the GX-T200-PRO?",
+        "--docs",
+        CORPUS,
+        "--tenant",
+        "acme",
+        "--k",
+        "10",
+        "--json",
+    ).stdout
     answer = json.loads(out)
     assert all(r["doc_id"].startswith("acme/") for r in answer["retrieved"])
 
@@ -58,16 +74,34 @@ def test_index_then_ask_from_the_index_file(tmp_path):
     first = json.loads(raglab("index", CORPUS, "--index", index, "--json").stdout)
     assert len(first["added"]) >= 25 and first["unchanged"] == 0
     again = json.loads(raglab("index", CORPUS, "--index", index, "--json").stdout)
-    assert again["added"] == [] and again["updated"] == [] and again["unchanged"] == len(first["added"])
-    out = raglab("ask", "What does error E-204 mean?", "--index", index, "--tenant", "globex", "--json").stdout
+    assert (
+        again["added"] == []
+        and again["updated"] == []
+        and again["unchanged"] == len(first["added"])
+    )
+    out = raglab(
+        "ask", "What does error E-204 mean?", "--index", index, "--tenant", "globex", "--json"
+    ).stdout
     assert json.loads(out)["citations"]
 
 
 def test_eval_json_reports_the_contract_keys():
-    out = raglab("eval", "--docs", CORPUS, "--questions", QUESTIONS, "--retriever", "bm25", "--json").stdout
+    out = raglab(
+        "eval", "--docs", CORPUS, "--questions", QUESTIONS, "--retriever", "bm25", "--json"
+    ).stdout
     report = json.loads(out)
-    for key in ("questions", "k", "recall@k", "mrr", "ndcg@10", "abstention_on_unanswerable",
-                "false_abstention", "leaks", "retriever", "embedder"):
+    for key in (
+        "questions",
+        "k",
+        "recall@k",
+        "mrr",
+        "ndcg@10",
+        "abstention_on_unanswerable",
+        "false_abstention",
+        "leaks",
+        "retriever",
+        "embedder",
+    ):
         assert key in report
     assert report["retriever"] == "bm25" and report["embedder"] == "hashing"
     assert report["leaks"] == 0
@@ -93,8 +127,12 @@ def test_bad_input_gives_one_line_error(args, message):
 
 @pytest.mark.parametrize(
     "args",
-    [["ask", "q", "--docs", str(CORPUS), "--k", "0"], ["ask", "q", "--docs", str(CORPUS), "--retriever", "x"],
-     ["ask", "q"], ["eval", "--docs", str(CORPUS)]],
+    [
+        ["ask", "q", "--docs", str(CORPUS), "--k", "0"],
+        ["ask", "q", "--docs", str(CORPUS), "--retriever", "x"],
+        ["ask", "q"],
+        ["eval", "--docs", str(CORPUS)],
+    ],
 )
 def test_bad_arguments_exit_with_usage_error(args):
     result = raglab(*args, check=False)
@@ -142,8 +180,10 @@ def test_ask_and_eval_refuse_chunker_options_an_index_was_not_built_with(tmp_pat
     options = ("--chunker", "chars", "--chunk-size", "300", "--overlap", "30")
     raglab("index", CORPUS, "--index", index, *options)
     question = ("ask", "What does error E-204 mean?", "--index", index, "--tenant", "globex")
-    for args in ([*question, "--chunk-size", "400"],
-                 ["eval", "--index", index, "--questions", QUESTIONS, "--chunker", "structure"]):
+    for args in (
+        [*question, "--chunk-size", "400"],
+        ["eval", "--index", index, "--questions", QUESTIONS, "--chunker", "structure"],
+    ):
         result = raglab(*args, check=False)
         assert result.returncode == 1 and "Traceback" not in result.stderr
         [line] = result.stderr.strip().splitlines()

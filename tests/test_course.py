@@ -44,7 +44,9 @@ def test_a_user_cannot_retrieve_another_tenants_document(corpus_index):
 
 
 def test_an_unanswerable_question_may_get_no_answer(corpus_index):
-    answer = ask("What is the airspeed velocity of an unladen swallow?", corpus_index, Principal("u", "acme"))
+    answer = ask(
+        "What is the airspeed velocity of an unladen swallow?", corpus_index, Principal("u", "acme")
+    )
     assert answer.abstained
     assert answer.citations == ()
 

@@ -7,6 +7,7 @@ import dataclasses
 import doctest
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,9 +143,11 @@ def test_empty_relevant_is_refused(metric):
 
 
 @pytest.mark.parametrize("metric", [recall_at_k, ndcg_at_k, hit_rate_at_k, mrr])
-@pytest.mark.parametrize("k", [0, -1, 1.5, True])
-def test_bad_k_is_refused(metric, k):
-    with pytest.raises(ValueError, match=r"k must be an integer >= 1 \(got k="):
+@pytest.mark.parametrize(
+    ("k", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+def test_bad_k_is_refused(metric, k, error):
+    with pytest.raises(error, match=re.escape(f"k must be an integer >= 1 (got k={k!r})")):
         metric(["a"], {"a"}, k)
 
 
@@ -211,8 +214,12 @@ def _write(tmp_path: Path, *lines: str) -> Path:
 
 
 def _line(**fields) -> str:
-    obj = {"id": "q1", "question": "How many leave days?", "answerable": True,
-           "relevant_docs": ["hr/leave.md"]}
+    obj = {
+        "id": "q1",
+        "question": "How many leave days?",
+        "answerable": True,
+        "relevant_docs": ["hr/leave.md"],
+    }
     obj.update(fields)
     return json.dumps({key: value for key, value in obj.items() if value is not ...})
 
@@ -223,12 +230,21 @@ def test_load_questions_reads_every_field_with_defaults(tmp_path):
         _line(),
         "",
         "   ",
-        _line(id="q2", tenant="acme", groups=["hr"], answerable=False, relevant_docs=[],
-              answer=None, kind="forbidden", leak_docs=["acme/pay.md"]),
+        _line(
+            id="q2",
+            tenant="acme",
+            groups=["hr"],
+            answerable=False,
+            relevant_docs=[],
+            answer=None,
+            kind="forbidden",
+            leak_docs=["acme/pay.md"],
+        ),
     )
     q1, q2 = load_questions(path)
-    assert q1 == Question(id="q1", question="How many leave days?", answerable=True,
-                          relevant_docs=("hr/leave.md",))
+    assert q1 == Question(
+        id="q1", question="How many leave days?", answerable=True, relevant_docs=("hr/leave.md",)
+    )
     assert (q1.tenant, q1.groups, q1.answer, q1.kind) == ("default", (), None, None)
     assert q1.leak_docs == ()
     assert q2.tenant == "acme" and q2.groups == ("hr",) and q2.kind == "forbidden"
@@ -305,11 +321,15 @@ def test_a_bom_and_a_line_separator_inside_a_string_are_read(tmp_path):
 @pytest.mark.parametrize(
     ("fields", "reason"),
     [
-        ({"relevant_docs": ["hr/leav.md"]},
-         r"line 2: relevant_docs names 'hr/leav.md', which is not a document of the corpus "
-         r"\(did you mean 'hr/leave.md'\?\)"),
-        ({"answerable": False, "relevant_docs": [], "leak_docs": ["zzz.txt"]},
-         r"line 2: leak_docs names 'zzz.txt', which is not a document of the corpus$"),
+        (
+            {"relevant_docs": ["hr/leav.md"]},
+            r"line 2: relevant_docs names 'hr/leav.md', which is not a document of the corpus "
+            r"\(did you mean 'hr/leave.md'\?\)",
+        ),
+        (
+            {"answerable": False, "relevant_docs": [], "leak_docs": ["zzz.txt"]},
+            r"line 2: leak_docs names 'zzz.txt', which is not a document of the corpus$",
+        ),
     ],
 )
 def test_a_doc_id_not_in_the_corpus_is_an_error_once_the_corpus_is_known(tmp_path, fields, reason):
@@ -329,7 +349,9 @@ def test_raglab_eval_refuses_a_labelled_doc_missing_from_the_corpus(tmp_path):
     )
     result = subprocess.run(
         [sys.executable, "-m", "raglab", "eval", "--docs", str(corpus), "--questions", str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip() == (
@@ -371,8 +393,12 @@ def _answer(question: Question) -> Answer:
     if question.id == "q3":  # unanswerable and abstained: right
         return Answer("I don't know.", abstained=True)
     # q4: unanswerable, answered anyway, citing a forbidden document and a bad marker.
-    return Answer("Pay is 5 [1] [7].", citations=(Citation(1, _hit("pay")),),
-                  retrieved=(_hit("pay"),), invalid_citations=(7,))
+    return Answer(
+        "Pay is 5 [1] [7].",
+        citations=(Citation(1, _hit("pay")),),
+        retrieved=(_hit("pay"),),
+        invalid_citations=(7,),
+    )
 
 
 QUESTIONS = [
@@ -385,8 +411,9 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module")
 def report() -> EvalReport:
-    return evaluate(QUESTIONS, search=_search, answer=_answer, k=2, retriever="bm25",
-                    embedder="hashing")
+    return evaluate(
+        QUESTIONS, search=_search, answer=_answer, k=2, retriever="bm25", embedder="hashing"
+    )
 
 
 def test_runner_per_question_records(report):
@@ -420,9 +447,22 @@ def test_runner_counts_abstentions_leaks_and_citations(report):
 
 def test_report_as_dict_has_the_contract_keys(report):
     d = report.as_dict()
-    for key in ("questions", "k", "recall@k", "mrr", "ndcg@10", "hit_rate@k",
-                "abstention_on_unanswerable", "false_abstention", "leaks", "citations_verified",
-                "retriever", "embedder", "answerable", "unanswerable"):
+    for key in (
+        "questions",
+        "k",
+        "recall@k",
+        "mrr",
+        "ndcg@10",
+        "hit_rate@k",
+        "abstention_on_unanswerable",
+        "false_abstention",
+        "leaks",
+        "citations_verified",
+        "retriever",
+        "embedder",
+        "answerable",
+        "unanswerable",
+    ):
         assert key in d
     assert (d["retriever"], d["embedder"], d["leaks"]) == ("bm25", "hashing", 2)
     assert d["recall@k_by_kind"] == {"lookup": 0.5, "multi": 0.0}  # unscored kinds left out
@@ -480,9 +520,7 @@ THREE_CHUNK_RANKING = _chunk_ranking(("big", 3), *((f"d{i}", 1) for i in range(1
 def test_a_document_with_three_chunks_takes_one_place_not_three():
     """Regression: the runner used to cut at 10 chunks, so d9 fell outside nDCG@10."""
     question = Question("q", "?", relevant_docs=("d9",), answerable=True)
-    report = evaluate(
-        [question], search=lambda q, depth: THREE_CHUNK_RANKING[:depth], k=10
-    )
+    report = evaluate([question], search=lambda q, depth: THREE_CHUNK_RANKING[:depth], k=10)
     [result] = report.per_question
     assert result.ranked_doc_ids == ("big", *(f"d{i}" for i in range(1, 10)))
     assert result.recall_at_k == 1.0 and result.hit is True

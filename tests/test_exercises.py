@@ -121,7 +121,8 @@ def old_pattern_notebook():
     )
     check = nbformat.v4.new_code_cell(
         "# NBVAL_CHECK_OUTPUT\nfrom raglab import checks\nchecks.check_chunk(chunk)",
-        outputs=[nbformat.v4.new_output("stream", text="✅ chunk: all pass\n")], execution_count=3,
+        outputs=[nbformat.v4.new_output("stream", text="✅ chunk: all pass\n")],
+        execution_count=3,
     )
     widget = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\n# NBVAL_RAISES_EXCEPTION\nx = 1")
     imports = nbformat.v4.new_code_cell("from pathlib import Path")
@@ -136,19 +137,34 @@ def old_pattern_notebook():
 def test_normalise_turns_an_old_pattern_notebook_into_the_workbook_shape():
     nb = normalise_notebook(old_pattern_notebook())
     title, imports, data, solution, check, widget = nb.cells
-    assert imports.source == "from raglab import sample_corpus, sample_questions\nfrom pathlib import Path"
+    assert (
+        imports.source
+        == "from raglab import sample_corpus, sample_questions\nfrom pathlib import Path"
+    )
     assert data.source == "CORPUS = sample_corpus()\nqs = load_questions(sample_questions())"
     assert solution.source.startswith(SOLUTION_LABEL + "\ndef chunk(")
-    assert solution.metadata["jupyter"] == {"source_hidden": True} and solution.metadata["tags"] == ["hide-input"]
+    assert solution.metadata["jupyter"] == {"source_hidden": True} and solution.metadata[
+        "tags"
+    ] == ["hide-input"]
     assert solution.metadata["nbgrader"] == {
-        "grade": False, "grade_id": "chunk", "locked": False, "schema_version": 3, "solution": True, "task": False
+        "grade": False,
+        "grade_id": "chunk",
+        "locked": False,
+        "schema_version": 3,
+        "solution": True,
+        "task": False,
     }
     assert check.source == "from raglab.workbook import checks\nchecks.check_chunk(chunk)"
     assert check.metadata["tags"] == ["check"]
     assert check.metadata["nbgrader"]["grade"] is True and check.metadata["nbgrader"]["points"] == 2
-    assert check.metadata["nbgrader"]["locked"] is True and check.metadata["raglab"] == {"check": "chunk"}
+    assert check.metadata["nbgrader"]["locked"] is True and check.metadata["raglab"] == {
+        "check": "chunk"
+    }
     assert check.outputs == [] and check.execution_count is None  # no saved pass
-    assert widget.source == "x = 1" and widget.metadata["tags"] == ["nbval-ignore-output", "raises-exception"]
+    assert widget.source == "x = 1" and widget.metadata["tags"] == [
+        "nbval-ignore-output",
+        "raises-exception",
+    ]
     assert title.metadata["nbgrader"]["locked"] is True
     assert normalise_notebook(nb) == nb  # running it again changes nothing
 

@@ -319,9 +319,15 @@ def test_every_answer_is_an_abstention_or_fully_cited(words):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_sentences": 0}, r"max_sentences must be >= 1 \(got max_sentences=0\)"),
-        ({"min_support": 1.5}, r"min_support must be between 0 and 1 \(got min_support=1.5\)"),
-        ({"min_support": -0.1}, r"min_support must be between 0 and 1 \(got min_support=-0.1\)"),
+        ({"max_sentences": 0}, r"max_sentences must be an integer >= 1 \(got max_sentences=0\)"),
+        (
+            {"min_support": 1.5},
+            r"min_support must be a finite number from 0 to 1 \(got min_support=1.5\)",
+        ),
+        (
+            {"min_support": -0.1},
+            r"min_support must be a finite number from 0 to 1 \(got min_support=-0.1\)",
+        ),
     ],
 )
 def test_extractive_options_are_validated(options, message):

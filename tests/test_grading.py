@@ -104,7 +104,10 @@ def test_every_check_passes_on_the_complete_notebook(executed):
         "✅ split_sections: all 9 cases and 200 random texts pass\n",
     ]
     grades = read_grades(executed["notebooks"])
-    assert {exercise: passed for exercise, (passed, _) in grades.items()} == {"chunk": True, "split_sections": True}
+    assert {exercise: passed for exercise, (passed, _) in grades.items()} == {
+        "chunk": True,
+        "split_sections": True,
+    }
 
 
 def test_every_check_fails_on_the_student_stub(executed):
@@ -114,7 +117,10 @@ def test_every_check_fails_on_the_student_stub(executed):
         "❌ split_sections: not implemented yet — write your solution in the cell above\n",
     ]
     grades = read_grades(executed["exercises"])
-    assert [(exercise, passed) for exercise, (passed, _) in grades.items()] == [("chunk", False), ("split_sections", False)]
+    assert [(exercise, passed) for exercise, (passed, _) in grades.items()] == [
+        ("chunk", False),
+        ("split_sections", False),
+    ]
     assert all(message.startswith("not implemented yet") for _, message in grades.values())
 
 
@@ -133,7 +139,13 @@ def test_a_partial_notebook_is_graded_even_without_its_check_cell(graded_by_comm
     assert code == 1  # not every exercise passes
     lines = table.splitlines()
     assert lines[0].split() == ["learner", "notebook", "exercise", "points", "result", "message"]
-    assert lines[1].split()[:5] == ["learner", "00_start_here.ipynb", "-", "—", "no"]  # not a failure
+    assert lines[1].split()[:5] == [
+        "learner",
+        "00_start_here.ipynb",
+        "-",
+        "—",
+        "no",
+    ]  # not a failure
     assert lines[2].split()[1:6] == [NAME, "chunk", "2/2", "pass", "all"]
     assert lines[3].split()[1:6] == [NAME, "split_sections", "0/3", "FAIL", "not"]
     assert lines[4].split() == ["learner", "(total)", "2/5", "40%"]
@@ -146,8 +158,10 @@ def test_csv_has_one_row_per_learner_and_exercise(graded_by_command):
     _, _, csv_path, _ = graded_by_command
     with open(csv_path, newline="", encoding="utf-8") as file:
         rows = list(csv.reader(file))
-    assert tuple(rows[0]) == CSV_COLUMNS == (
-        "learner", "notebook", "exercise", "points", "max_points", "passed", "message"
+    assert (
+        tuple(rows[0])
+        == CSV_COLUMNS
+        == ("learner", "notebook", "exercise", "points", "max_points", "passed", "message")
     )
     assert [row[:6] for row in rows[1:]] == [
         ["learner", "00_start_here.ipynb", "-", "0", "0", "false"],
@@ -156,16 +170,30 @@ def test_csv_has_one_row_per_learner_and_exercise(graded_by_command):
     ]
 
 
-def test_a_class_is_graded_in_parallel_and_a_notebook_without_exercises_is_no_failure(workbook, capsys):
+def test_a_class_is_graded_in_parallel_and_a_notebook_without_exercises_is_no_failure(
+    workbook, capsys
+):
     # Two learners: one hands in the complete notebook (and 00), one the untouched student copy.
     root = workbook / "two"
-    for learner, source in (("ada", workbook / "notebooks" / NAME), ("bob", workbook / "exercises" / NAME)):
+    for learner, source in (
+        ("ada", workbook / "notebooks" / NAME),
+        ("bob", workbook / "exercises" / NAME),
+    ):
         (root / learner).mkdir(parents=True)
         shutil.copy(source, root / learner / NAME)
     shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", root / "ada")
-    assert grade_command([str(root / "ada"), "--summary", "--jobs", "2"]) == 0  # every exercise passes
+    assert (
+        grade_command([str(root / "ada"), "--summary", "--jobs", "2"]) == 0
+    )  # every exercise passes
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["learner", "points", "max_points", "percent", "exercises_passed", "exercises"]
+    assert out[0].split() == [
+        "learner",
+        "points",
+        "max_points",
+        "percent",
+        "exercises_passed",
+        "exercises",
+    ]
     assert out[1].split() == ["ada", "5", "5", "100.0", "2", "2"]
     report = grade(submissions([root]), jobs=2, timeout=60)
     assert format_summary(report).splitlines()[1:] == [
@@ -199,7 +227,10 @@ def test_grade_in_kernel_checks_the_notebooks_functions(capsys):
     )
     assert read_grades(executed) == {
         "chunk": (True, "all 15 cases and 200 random texts pass"),
-        "split_sections": (False, "`split_sections` is not defined — did its cell run without an error?"),
+        "split_sections": (
+            False,
+            "`split_sections` is not defined — did its cell run without an error?",
+        ),
         "nope": (False, "no check named 'nope' in raglab.workbook.checks"),
     }
 
@@ -244,7 +275,9 @@ def test_an_unreadable_notebook_fails_and_one_without_exercises_does_not(tmp_pat
     assert (bad.learner, bad.exercise, bad.passed, bad.graded) == ("bad", "-", False, True)
     assert bad.message.startswith("could not read the notebook")
     assert (empty.learner, empty.graded, empty.message) == (
-        "empty", False, "no exercises in this notebook (nothing to grade)"
+        "empty",
+        False,
+        "no exercises in this notebook (nothing to grade)",
     )
     assert not report.all_pass
     assert GradeReport((empty,)).all_pass

@@ -7,7 +7,6 @@ never in a lost index, a mixed one or a traceback.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -17,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab import cli
-from raglab import sqlite_store
+from raglab import cli, sqlite_store
 from raglab.sqlite_store import SQLiteStore
 from raglab.stores import StoreError
 
@@ -29,9 +27,7 @@ COMMAND = [sys.executable, "-m", "raglab"]
 
 
 def raglab(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*COMMAND, *map(str, args)], capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([*COMMAND, *map(str, args)], capture_output=True, text=True, timeout=300)
 
 
 def doc_ids(index: Path) -> set[str]:
@@ -65,8 +61,12 @@ def test_racing_index_runs_leave_exactly_one_folders_index(tmp_path):
         if round_ >= 3:
             assert raglab("index", a, "--index", index).returncode == 0
         runs = [
-            subprocess.Popen([*COMMAND, "index", str(folder), "--index", str(index)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [*COMMAND, "index", str(folder), "--index", str(index)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for folder in (a, b)
         ]
         results = [(run.communicate(timeout=300), run.returncode) for run in runs]
@@ -119,8 +119,12 @@ Index.from_folder(folder, embedder=AskThenDie(), path=index)
 
 def test_a_first_build_killed_halfway_is_refused_as_incomplete_then_rebuilt(tmp_path):
     index = tmp_path / "index.sqlite"
-    build = subprocess.run([sys.executable, "-c", textwrap.dedent(_KILLED_BUILD), CORPUS, index],
-                           capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_KILLED_BUILD), CORPUS, index],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == -9, build.stderr
     code, during = build.stdout.split(" ", 1)
     assert int(code) != 0 and "Traceback" not in during, during
@@ -176,8 +180,10 @@ def test_a_corrupt_page_is_reported_by_ask_and_index_with_how_to_rebuild(tmp_pat
     data[page : page + 4096] = b"\xa5" * 4096
     index.write_bytes(bytes(data))
 
-    for args in (["ask", "How long do refunds take?", "--index", index],
-                 ["index", folder, "--index", index]):
+    for args in (
+        ["ask", "How long do refunds take?", "--index", index],
+        ["index", folder, "--index", index],
+    ):
         result = raglab(*args)
         assert_clear_error(result, "is corrupt", "delete it and run raglab index again")
         assert result.stdout == ""
@@ -194,8 +200,10 @@ def test_a_file_locked_past_the_wait_gives_a_clear_message(tmp_path, monkeypatch
     holder = sqlite3.connect(index, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # another process in the middle of a commit
     try:
-        for argv in (["ask", "q", "--index", str(index)],
-                     ["index", str(CORPUS / "shared"), "--index", str(index)]):
+        for argv in (
+            ["ask", "q", "--index", str(index)],
+            ["index", str(CORPUS / "shared"), "--index", str(index)],
+        ):
             assert cli.main(argv) == 1
             err = capsys.readouterr().err
             assert err.startswith("raglab: error: index file ")
@@ -218,8 +226,9 @@ def test_a_file_locked_past_the_wait_gives_a_clear_message(tmp_path, monkeypatch
 )
 def test_a_reader_closing_the_pipe_ends_raglab_quietly(args):
     # As `raglab ... | head -c 10`: the reader is gone before raglab writes its first byte.
-    run = subprocess.Popen([*COMMAND, *map(str, args)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+    run = subprocess.Popen(
+        [*COMMAND, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     run.stdout.close()
     stderr = run.stderr.read().decode()
     assert run.wait(timeout=300) in (0, 141)

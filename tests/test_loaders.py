@@ -225,7 +225,7 @@ def test_size_limit_is_inclusive(tmp_path):
 
 
 def test_max_bytes_must_be_positive(tmp_path):
-    with pytest.raises(ValueError, match=r"max_bytes must be > 0 \(got max_bytes=0\)"):
+    with pytest.raises(ValueError, match=r"max_bytes must be an integer >= 1 \(got max_bytes=0\)"):
         load_file(write(tmp_path, "f.md", "x"), root=tmp_path, max_bytes=0)
 
 
@@ -341,9 +341,9 @@ def test_front_matter_anywhere_but_exactly_line_1_is_refused(before, fence, key)
         ("\u200b---\ntitle: t\n---\nx", r"line 1: '\\u200b---' looks like front matter"),
         ("+++\ntenant = 'acme'\n+++\nx", r"line 1: TOML front matter \('\+\+\+'\) is not"),
         ("\ntenant: acme\ngroups: [hr]\n\nx", r"line 2: the file opens with front-matter keys"),
-        ("---\n\"groups\": [hr]\n---\nx", r"front matter line 2: unknown key"),
+        ('---\n"groups": [hr]\n---\nx', r"front matter line 2: unknown key"),
         (
-            "text\n---\n\"tenant\": acme\n---\nx",
+            'text\n---\n"tenant": acme\n---\nx',
             r"line 2: a '---' line followed by tenant: looks like front matter",
         ),
         (
@@ -415,7 +415,9 @@ def test_folders_that_are_not_tenants_set_no_rule(tmp_path):
     result = load_folder(tmp_path)
     assert result.errors == ()
     assert {d.id: d.tenant for d in result.documents} == {
-        "policies/leave.md": "acme", "shared/welcome.txt": "default", "top.md": "shared-x"
+        "policies/leave.md": "acme",
+        "shared/welcome.txt": "default",
+        "top.md": "shared-x",
     }
 
 

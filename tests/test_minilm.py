@@ -188,9 +188,11 @@ def test_missing_package_says_how_to_install(monkeypatch, empty_env):
     ("options", "message"),
     [
         ({"batch_size": 0}, r"batch_size must be an integer >= 1 \(got batch_size=0\)"),
-        ({"batch_size": 2.5}, r"batch_size must be an integer >= 1 \(got batch_size=2.5\)"),
-        ({"max_tokens": 1}, r"max_tokens must be an integer from 2 to 512.*max_tokens=1\)"),
-        ({"max_tokens": 513}, r"max_tokens must be an integer from 2 to 512.*max_tokens=513\)"),
+        ({"max_tokens": 1}, r"max_tokens must be an integer from 2 to 512 \(got max_tokens=1\)"),
+        (
+            {"max_tokens": 513},
+            r"max_tokens must be an integer from 2 to 512 \(got max_tokens=513\)",
+        ),
     ],
 )
 def test_bad_options_are_refused(tmp_path, options, message):
@@ -207,7 +209,9 @@ def unloaded(tmp_path: Path) -> MiniLMEmbedder:
 
 
 def test_a_lone_string_is_refused(unloaded: MiniLMEmbedder):
-    with pytest.raises(TypeError, match="texts must be a sequence of strings, not one string"):
+    with pytest.raises(
+        TypeError, match=re.escape("texts must be a list of strings (got texts='hello')")
+    ):
         unloaded.embed("hello")
 
 

@@ -28,8 +28,14 @@ NAME = "04_implement_chunking.ipynb"
 def nbgrader(course: Path, *args: str) -> None:
     # nbgrader runs `alembic` from its own environment's bin/ to set up its database.
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -41,7 +47,9 @@ def solutions() -> dict[str, str]:
         if exercise:
             lines = cell.source.split("\n")[1:]
             found[exercise] = "\n".join(
-                line for line in lines if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+                line
+                for line in lines
+                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
             )
     return found
 
@@ -74,8 +82,13 @@ def test_generate_autograde_and_feedback_on_notebook_04(tmp_path):
     nbgrader(course, "export", "--to", str(tmp_path / "grades.csv"))
 
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as file:
-        scores = {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in csv.DictReader(file)}
+        scores = {
+            row["student_id"]: (float(row["score"]), float(row["max_score"]))
+            for row in csv.DictReader(file)
+        }
     assert scores == {"solved": (5.0, 5.0), "untouched": (0.0, 5.0)}
-    feedback = (course / "feedback" / "untouched" / "ps04" / NAME.replace(".ipynb", ".html")).read_text("utf-8")
+    feedback = (
+        course / "feedback" / "untouched" / "ps04" / NAME.replace(".ipynb", ".html")
+    ).read_text("utf-8")
     assert "not implemented yet" in feedback  # the friendly message, in the learner's report
     assert "checks/core.py" not in feedback  # ... without a traceback into raglab's insides

@@ -176,7 +176,11 @@ def test_repr_hides_the_key():
             r"base_url must start with http:// or https:// \(got base_url='localhost:11434/v1'\)",
         ),
         (("http://x/v1", ""), {}, "model must not be empty"),
-        (("http://x/v1", "m"), {"timeout": 0}, r"timeout must be > 0 seconds \(got timeout=0\)"),
+        (
+            ("http://x/v1", "m"),
+            {"timeout": 0},
+            r"timeout must be a finite number > 0 \(got timeout=0\)",
+        ),
     ],
 )
 def test_openai_options_are_validated(args, options, message):
@@ -434,8 +438,20 @@ def test_the_cli_deadline_is_set_with_llm_timeout(loopback, capsys):
     server = loopback(drip(body_first=True))
     started = time.monotonic()
     code = main(
-        ["ask", "How many days of leave?", "--docs", str(sample_corpus()), "--tenant", "acme",
-         "--llm-url", server.url, "--llm-model", "m", "--llm-timeout", "1"]
+        [
+            "ask",
+            "How many days of leave?",
+            "--docs",
+            str(sample_corpus()),
+            "--tenant",
+            "acme",
+            "--llm-url",
+            server.url,
+            "--llm-model",
+            "m",
+            "--llm-timeout",
+            "1",
+        ]
     )
     err = capsys.readouterr().err
     assert code == 1 and "no answer within timeout=1.0 s" in err

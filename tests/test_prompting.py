@@ -134,7 +134,9 @@ def test_first_hit_longer_than_budget_is_truncated_not_dropped():
 
 @pytest.mark.parametrize("max_chars", [0, -1, -6000])
 def test_non_positive_budget_is_refused(max_chars):
-    with pytest.raises(ValueError, match=rf"max_chars must be > 0 \(got max_chars={max_chars}\)"):
+    with pytest.raises(
+        ValueError, match=rf"max_chars must be an integer >= 1 \(got max_chars={max_chars}\)"
+    ):
         build_prompt("q?", [hit("x")], max_chars=max_chars)
 
 

@@ -120,7 +120,7 @@ def test_unknown_method_and_bad_k_are_refused(store):
         ValueError, match="unknown retrieval method 'sparse'; choose from: dense, bm25, hybrid"
     ):
         Retriever(store, HashingEmbedder(), "sparse")
-    with pytest.raises(ValueError, match="k must be > 0"):
+    with pytest.raises(ValueError, match=r"k must be an integer >= 1 \(got k=0\)"):
         Retriever(store, HashingEmbedder()).search("q", Principal("u"), k=0)
 
 

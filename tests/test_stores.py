@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import sqlite3
 from pathlib import Path
 
@@ -237,11 +238,13 @@ def test_dim_is_set_by_the_first_vectors_when_not_given(make_store):
         store.search(np.ones(4), ANN, k=1)
 
 
-@pytest.mark.parametrize("k", [0, -1, 1.5, True])
-def test_k_must_be_a_positive_whole_number(make_store, k):
+@pytest.mark.parametrize(
+    ("k", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+def test_k_must_be_a_positive_whole_number(make_store, k, error):
     store = make_store()
     store.add([make_chunk("a.md")], np.eye(DIM)[:1])
-    with pytest.raises(ValueError, match=r"k must be a positive whole number \(got k="):
+    with pytest.raises(error, match=re.escape(f"k must be an integer >= 1 (got k={k!r})")):
         store.search(unit(1, 0, 0, 0), ANN, k=k)
 
 
@@ -557,7 +560,7 @@ def test_create_refuses_an_existing_file(tmp_path):
 
 
 def test_dim_must_be_positive():
-    with pytest.raises(ValueError, match=r"dim must be a positive whole number \(got dim=0\)"):
+    with pytest.raises(ValueError, match=r"dim must be an integer >= 1 \(got dim=0\)"):
         MemoryStore(0)
 
 

@@ -128,7 +128,7 @@ def test_no_vectors_give_empty_results():
 
 @pytest.mark.parametrize("k", [0, -1])
 def test_k_must_be_positive(k):
-    with pytest.raises(ValueError, match=rf"k must be >= 1 \(got k={k}\)"):
+    with pytest.raises(ValueError, match=rf"k must be an integer >= 1 \(got k={k}\)"):
         top_k([1.0], [[1.0]], k)
 
 

@@ -96,8 +96,16 @@ def test_near_not_top_lists_map_neighbours_that_were_not_retrieved():
     # Points placed by hand: the question points along the 4th axis, which the map drops.
     # Row 1 is its true top-1 (the only row with a 4th coordinate) but lies far out on the
     # map; row 2 has cosine 0 with the question yet sits right where the star lands.
-    x = np.array([[1, 0, 0, 0], [0.9, 0, 0, 0.44], [0.02, 0.02, 0, 0], [-1, 0, 0, 0], [0, 1, 0, 0],
-                  [0, -1, 0, 0]])
+    x = np.array(
+        [
+            [1, 0, 0, 0],
+            [0.9, 0, 0, 0.44],
+            [0.02, 0.02, 0, 0],
+            [-1, 0, 0, 0],
+            [0, 1, 0, 0],
+            [0, -1, 0, 0],
+        ]
+    )
     query = np.array([0.0, 0.0, 0.0, 1.0])
     m = viz.retrieval_map(x, query, 1, categories=list("abcdef"))
     assert m.top.tolist() == [1]
@@ -149,8 +157,14 @@ def drawn(fig) -> Figure:
 def test_retrieval_map_figure_draws_hollow_hidden_points_and_a_score_panel():
     x = cloud()
     readable = np.arange(len(x)) % 3 != 0
-    m = viz.retrieval_map(x, x[1], 5, categories=["acme", "globex"] * 30, readable=readable,
-                          labels=[f"doc{i}" for i in range(60)])
+    m = viz.retrieval_map(
+        x,
+        x[1],
+        5,
+        categories=["acme", "globex"] * 30,
+        readable=readable,
+        labels=[f"doc{i}" for i in range(60)],
+    )
     fig = drawn(viz.plot_retrieval_map(m, limits=viz.map_limits(m.xy)))
     ax, bars = fig.axes
     hidden = [c for c in ax.collections if c.get_label().startswith("hidden by access")]

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXERCISES = ROOT / "exercises"
 WITH_EXERCISES = [
-    path for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    path
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if declared_exercises(nbformat.read(path, as_version=4))
 ]
 
@@ -43,7 +44,9 @@ def test_every_check_passes_on_the_solution_and_fails_on_the_stub(path):
     complete = nbformat.read(path, as_version=4)
     exercises = [item["exercise"] for item in declared_exercises(complete)]
     assert grades_of(complete) == {exercise: True for exercise in exercises}
-    assert grades_of(student_notebook(complete, name=path.name)) == {exercise: False for exercise in exercises}
+    assert grades_of(student_notebook(complete, name=path.name)) == {
+        exercise: False for exercise in exercises
+    }
 
 
 # --- the notebook conventions (DESIGN.md), checked on every notebook ---------------------
@@ -85,7 +88,9 @@ def test_imports_sit_in_the_first_code_cell_and_the_reference_after_the_exercise
             assert "reference" in line and i > last_exercise, f"a late import: {line}"
     first_imports = IMPORT_LINE_FULL.findall(code[0].source)
     if last_exercise >= 0:
-        assert not [line for line in first_imports if "reference" in line], "the reference before the exercises"
+        assert not [line for line in first_imports if "reference" in line], (
+            "the reference before the exercises"
+        )
 
 
 IMPORT_LINE_FULL = re.compile(r"^(?:import \w.*|from [\w.]+ import .*)$", re.MULTILINE)
@@ -134,7 +139,9 @@ def test_outputs_are_committed_and_free_of_widget_state(path):
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     checks = [cell for cell in code if "check" in cell.metadata.get("raglab", {})]
     lessons = [cell for cell in code if cell not in checks]
-    assert all(cell.execution_count is not None for cell in lessons), "execute the notebook before committing"
+    assert all(cell.execution_count is not None for cell in lessons), (
+        "execute the notebook before committing"
+    )
     # A check's saved pass would greet a learner who has not tried yet.
     assert all(cell.outputs == [] for cell in checks)
     for cell in code:
@@ -171,7 +178,7 @@ NEXT_TITLE = re.compile(r"\*\*(\d\d) · ")
 def next_notebooks(path: Path) -> list[str]:
     """The numbers of the notebooks a notebook's "What comes next" announces."""
     closing = "\n".join(cell.source for cell in cells_of(path) if cell.cell_type == "markdown")
-    closing = closing[closing.rfind("What comes next"):]
+    closing = closing[closing.rfind("What comes next") :]
     numbers = NEXT_TITLE.findall(closing)
     if "next notebook" in closing.lower():
         numbers.append(f"{int(path.name[:2]) + 1:02d}")
@@ -186,7 +193,9 @@ def test_what_comes_next_names_a_notebook_that_exists(path):
 
 
 def test_a_link_to_a_missing_notebook_is_caught(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## What comes next\n**99 · Nowhere** ...")])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("## What comes next\n**99 · Nowhere** ...")]
+    )
     path = tmp_path / "98_last.ipynb"
     nbformat.write(nb, path)
     assert next_notebooks(path) == ["99"]
@@ -200,7 +209,10 @@ def test_progress_reads_the_learners_saved_check_outputs(tmp_path, capsys):
 
     shutil.copy(EXERCISES / "01_understand.ipynb", tmp_path)  # never run: no output saved
     nb = nbformat.read(EXERCISES / "04_implement_chunking.ipynb", as_version=4)
-    verdicts = {"chunk": "✅ chunk: all 15 cases pass\n", "split_sections": "❌ split_sections: case 'x'\n"}
+    verdicts = {
+        "chunk": "✅ chunk: all 15 cases pass\n",
+        "split_sections": "❌ split_sections: case 'x'\n",
+    }
     for cell in nb.cells:
         check = cell.metadata.get("raglab", {}).get("check")
         if check:

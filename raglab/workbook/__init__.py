@@ -1,6 +1,6 @@
 """The teaching machinery, apart from the engine it teaches.
 
-    exercises.py   student versions in exercises/, built from the complete notebooks/
-    grading.py     `raglab grade`: run learners' notebooks and check every exercise
-    checks/        the learner-facing checks, one module per notebook
+exercises.py   student versions in exercises/, built from the complete notebooks/
+grading.py     `raglab grade`: run learners' notebooks and check every exercise
+checks/        the learner-facing checks, one module per notebook
 """

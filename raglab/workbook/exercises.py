@@ -149,11 +149,13 @@ def exercise_list(nb: dict) -> list[dict[str, str]]:
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("raglab", {})
         if "exercise" in meta:
-            found.append({
-                "exercise": meta["exercise"],
-                "function": meta.get("function", meta["exercise"]),
-                "points": meta.get("points", 1),
-            })
+            found.append(
+                {
+                    "exercise": meta["exercise"],
+                    "function": meta.get("function", meta["exercise"]),
+                    "points": meta.get("points", 1),
+                }
+            )
     return found
 
 

@@ -67,7 +67,7 @@ BUILDS_ON: dict[str, tuple[Callable, ...]] = {
     "filtered_top_k": (_cosine, _top_k),
 }
 
-__all__ = [  # noqa: F405 — plus every name in the notebook modules' __all__
+__all__ = [
     *understand.__all__,
     *contracts.__all__,
     *design.__all__,

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from raglab.vectors import cosine as reference_cosine
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,
@@ -39,7 +40,6 @@ from raglab.workbook.checks.core import (
     show_outcome,
     verdict,
 )
-from raglab.vectors import cosine as reference_cosine
 
 __all__ = ["check_cosine", "check_hash_embed", "reference_hash_embed"]
 
@@ -150,8 +150,12 @@ COSINE_CASES = [
     Case("zero vector second", ([1.0, 2.0], [0.0, 0.0]), {}, 0.0),
     Case("both zero", ([0.0, 0.0], [0.0, 0.0]), {}, 0.0),
     Case("unequal lengths", ([1.0, 2.0, 3.0], [1.0, 2.0]), {}, Raises(ValueError, ("3", "2"))),
-    Case("unequal lengths, other way", ([1.0], [1.0, 2.0, 3.0, 4.0]), {},
-         Raises(ValueError, ("1", "4"))),
+    Case(
+        "unequal lengths, other way",
+        ([1.0], [1.0, 2.0, 3.0, 4.0]),
+        {},
+        Raises(ValueError, ("1", "4")),
+    ),
     Case("empty vectors", ([], []), {}, ValueError),
 ]
 
@@ -219,8 +223,10 @@ def _judge_embed(case: Case, outcome: Outcome) -> str | None:
         return f"its length is {norm:.4f}, expected {expected_norm:.0f}"
     if not np.allclose(array, case.expected, atol=1e-5):
         wrong = np.flatnonzero(~np.isclose(array, case.expected, atol=1e-5))
-        return (f"buckets {wrong[:6].tolist()} differ: expected "
-                f"{_rounded(case.expected[wrong[:3]])}, got {_rounded(array[wrong[:3]])}")
+        return (
+            f"buckets {wrong[:6].tolist()} differ: expected "
+            f"{_rounded(case.expected[wrong[:3]])}, got {_rounded(array[wrong[:3]])}"
+        )
     return None
 
 

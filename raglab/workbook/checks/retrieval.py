@@ -155,8 +155,15 @@ def check_top_k(fn: Callable[..., Any]) -> CheckResult:
     """Check a learner's `top_k(query, vectors, k) -> (indices, scores)`."""
     random_cases = random_top_k_cases()
     summary = f"all {len(TOP_K_CASES)} cases and {len(random_cases)} random searches pass"
-    return run_cases("top_k", "top_k", fn, TOP_K_CASES + random_cases, _judge_top_k, summary,
-                     explain=_explain("top_k"))
+    return run_cases(
+        "top_k",
+        "top_k",
+        fn,
+        TOP_K_CASES + random_cases,
+        _judge_top_k,
+        summary,
+        explain=_explain("top_k"),
+    )
 
 
 # --- exercise 2: BM25 -------------------------------------------------------------------------
@@ -204,8 +211,10 @@ def random_bm25_cases(n: int = RANDOM_CASES // 2, seed: int = SEED) -> list[Case
     rng = random.Random(seed)
     cases = []
     for i in range(n):
-        texts = [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(0, 12)))
-                 for _ in range(rng.randint(1, 6))]
+        texts = [
+            " ".join(rng.choice(_WORDS) for _ in range(rng.randint(0, 12)))
+            for _ in range(rng.randint(1, 6))
+        ]
         query = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 4)))
         params = {"k1": rng.choice((0.5, 1.2, 1.5, 2.0)), "b": rng.choice((0.0, 0.5, 0.75, 1.0))}
         cases.append(_bm25_case(f"random texts #{i}", query, texts, **params))
@@ -216,8 +225,15 @@ def check_bm25_scores(fn: Callable[..., Any]) -> CheckResult:
     """Check a learner's `bm25_scores(query, texts, k1=1.5, b=0.75) -> one score per text`."""
     random_cases = random_bm25_cases()
     summary = f"all {len(BM25_CASES)} cases and {len(random_cases)} random corpora pass"
-    return run_cases("bm25_scores", "bm25_scores", fn, BM25_CASES + random_cases, _judge_bm25,
-                     summary, explain=_explain("bm25_scores"))
+    return run_cases(
+        "bm25_scores",
+        "bm25_scores",
+        fn,
+        BM25_CASES + random_cases,
+        _judge_bm25,
+        summary,
+        explain=_explain("bm25_scores"),
+    )
 
 
 # --- exercise 3: reciprocal rank fusion --------------------------------------------------------
@@ -248,8 +264,10 @@ def _judge_rrf(case: Case, outcome: Outcome) -> str | None:
         return f"expected the ids {[i for i, _ in want]}, got {[i for i, _ in got]}"
     for (i, score), (_, right) in zip(got, want):
         if abs(score - right) > 1e-9:
-            return (f"{i!r} should score {right:.6f} (Σ 1 / (rrf_k + rank), ranks from 1), "
-                    f"got {score:.6f}")
+            return (
+                f"{i!r} should score {right:.6f} (Σ 1 / (rrf_k + rank), ranks from 1), "
+                f"got {score:.6f}"
+            )
     return None
 
 
@@ -290,8 +308,9 @@ def check_rrf(fn: Callable[..., Any]) -> CheckResult:
 # --- exercise 4: the access filter before scoring ----------------------------------------------
 
 
-def reference_filtered_top_k(query: Any, vectors: Any, chunks: Sequence[Chunk],
-                             principal: Principal, k: int) -> list[int]:
+def reference_filtered_top_k(
+    query: Any, vectors: Any, chunks: Sequence[Chunk], principal: Principal, k: int
+) -> list[int]:
     """Rows of the k best chunks `principal` may read: filter first, then score."""
     rows = eligible_rows(principal, chunks)
     if rows.size == 0:
@@ -306,18 +325,30 @@ def _chunk(i: int, tenant: str, groups: tuple[str, ...] = ()) -> Chunk:
 
 # Five acme chunks the question matches best, then two globex ones, one for acme's hr.
 ACCESS_CHUNKS = [
-    _chunk(0, "globex"), _chunk(1, "globex"), _chunk(2, "globex"), _chunk(3, "acme"),
-    _chunk(4, "acme", ("hr",)), _chunk(5, "acme"), _chunk(6, "globex", ("hr",)), _chunk(7, "acme"),
+    _chunk(0, "globex"),
+    _chunk(1, "globex"),
+    _chunk(2, "globex"),
+    _chunk(3, "acme"),
+    _chunk(4, "acme", ("hr",)),
+    _chunk(5, "acme"),
+    _chunk(6, "globex", ("hr",)),
+    _chunk(7, "acme"),
 ]
-ACCESS_VECTORS = np.array([[1, 0], [0.99, 0.1], [0.98, 0.2], [0.9, 0.4], [0.95, 0.3],
-                           [0.5, 0.8], [1, 0.05], [0, 1]])
+ACCESS_VECTORS = np.array(
+    [[1, 0], [0.99, 0.1], [0.98, 0.2], [0.9, 0.4], [0.95, 0.3], [0.5, 0.8], [1, 0.05], [0, 1]]
+)
 QUERY = np.array([1.0, 0.0])
 
 
-def _access_case(name: str, principal: Principal, k: int, chunks=ACCESS_CHUNKS,
-                 vectors=ACCESS_VECTORS) -> Case:
-    return Case(name, (QUERY, vectors, chunks, principal, k), {},
-                reference_filtered_top_k(QUERY, vectors, chunks, principal, k))
+def _access_case(
+    name: str, principal: Principal, k: int, chunks=ACCESS_CHUNKS, vectors=ACCESS_VECTORS
+) -> Case:
+    return Case(
+        name,
+        (QUERY, vectors, chunks, principal, k),
+        {},
+        reference_filtered_top_k(QUERY, vectors, chunks, principal, k),
+    )
 
 
 ACCESS_CASES = [
@@ -341,8 +372,10 @@ def _judge_access(case: Case, outcome: Outcome) -> str | None:
         return f"rows {leaked} belong to chunks {principal.user!r} may not read: a leak"
     if rows != case.expected:
         if len(rows) < len(case.expected):
-            return (f"only {len(rows)} rows: filtering after top-k leaves holes where the "
-                    "hidden chunks were — filter first, then take the top k")
+            return (
+                f"only {len(rows)} rows: filtering after top-k leaves holes where the "
+                "hidden chunks were — filter first, then take the top k"
+            )
         return f"expected rows {case.expected}, got {rows}"
     return None
 
@@ -354,15 +387,25 @@ def _may_read(principal: Principal, chunk: Chunk) -> bool:
 def check_filtered_top_k(fn: Callable[..., Any]) -> CheckResult:
     """Check a learner's `filtered_top_k(query, vectors, chunks, principal, k) -> [row, ...]`."""
     summary = f"all {len(ACCESS_CASES)} cases pass: no leak, and k readable chunks when there are k"
-    return run_cases("filtered_top_k", "filtered_top_k", fn, ACCESS_CASES, _judge_access, summary,
-                     explain=_explain_access)
+    return run_cases(
+        "filtered_top_k",
+        "filtered_top_k",
+        fn,
+        ACCESS_CASES,
+        _judge_access,
+        summary,
+        explain=_explain_access,
+    )
 
 
 def _explain_access(case: Case, outcome: Outcome, why: str) -> list[str]:
     principal: Principal = case.args[3]
     where = "over the 8 chunks of checks.retrieval.ACCESS_CHUNKS"
-    lines = [f"input:    {principal}, k={case.args[4]}, {where}",
-             f"expected: {case.expected}", f"got:      {show_outcome(outcome)}"]
+    lines = [
+        f"input:    {principal}, k={case.args[4]}, {where}",
+        f"expected: {case.expected}",
+        f"got:      {show_outcome(outcome)}",
+    ]
     if why:
         lines.append(f"why:      {why}")
     return lines

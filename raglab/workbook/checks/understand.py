@@ -1,8 +1,8 @@
 """Checks for notebook 01: the two lifecycles, and the documents an answer cites.
 
-    from raglab.workbook import checks
-    checks.check_lifecycle_of(lifecycle_of)    # ✅ lifecycle_of: all 12 steps ...
-    checks.check_cited_doc_ids(cited_doc_ids)  # ✅ cited_doc_ids: all 8 cases pass
+from raglab.workbook import checks
+checks.check_lifecycle_of(lifecycle_of)    # ✅ lifecycle_of: all 12 steps ...
+checks.check_cited_doc_ids(cited_doc_ids)  # ✅ cited_doc_ids: all 8 cases pass
 """
 
 from __future__ import annotations
@@ -217,8 +217,9 @@ def check_cited_doc_ids(fn: Callable[[Answer], list[str]]) -> CheckResult:
     """Check a learner's `cited_doc_ids(answer) -> list[str]`: the documents an answer
     cites, ordered by source number [n], each once."""
     summary = f"all {len(CITED_CASES)} cases pass"
-    return run_cases("cited_doc_ids", "cited_doc_ids", fn, CITED_CASES, equal, summary,
-                     explain=_failure)
+    return run_cases(
+        "cited_doc_ids", "cited_doc_ids", fn, CITED_CASES, equal, summary, explain=_failure
+    )
 
 
 # Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
