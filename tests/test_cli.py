@@ -206,8 +206,8 @@ def test_ask_with_docs_cuts_with_the_chunker_options():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--overlap", "300"], "overlap must be >= 0 and < size (got overlap=300, size=300)"),
-        (["--overlap", "-1"], "overlap must be >= 0"),
+        (["--overlap", "300"], "overlap must be < size (got overlap=300, size=300)"),
+        (["--overlap", "-1"], "overlap must be an integer >= 0 (got overlap=-1)"),
     ],
 )
 def test_bad_chunker_options_give_one_line_error(args, message):
