@@ -331,6 +331,7 @@ def answer_as_dict(answer) -> dict:
     return {
         "answer": answer.text,
         "abstained": answer.abstained,
+        "verified": answer.verified,
         "citations": [hit_as_dict(c.n, c.hit) for c in answer.citations],
         "invalid_citations": list(answer.invalid_citations),
         "retrieved": [hit_as_dict(n, hit) for n, hit in enumerate(answer.retrieved, start=1)],

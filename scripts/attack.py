@@ -491,7 +491,7 @@ def unknown_relevant_doc(tmp: Path) -> str:
     problems = []
     if typo.returncode == 0 or "leav.md" not in typo.stderr:
         problems.append("a relevant_docs typo scored silently")
-    if traceback_in(encoding) or encoding.returncode == 0 or ":1" not in encoding.stderr:
+    if traceback_in(encoding) or encoding.returncode == 0 or "line 1" not in encoding.stderr:
         problems.append("a non-UTF-8 questions file gave no file:line error")
     return f"FAILED: {'; '.join(problems)}" if problems else "held"
 

@@ -36,7 +36,7 @@ def test_ask_json_has_answer_citations_and_retrieved():
     ).stdout
     answer = json.loads(out)
     assert set(answer) >= {"answer", "abstained", "citations", "retrieved"}
-    assert answer["abstained"] is False
+    assert answer["abstained"] is False and answer["verified"] is True
     assert answer["citations"]
     retrieved = {(r["doc_id"], r["start"], r["end"]) for r in answer["retrieved"]}
     for citation in answer["citations"]:
