@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
 from raglab.embedders import Embedder
@@ -23,7 +24,7 @@ from raglab.indexing import check_embedder, sync
 from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.records import Answer, Hit, Principal
-from raglab.retrieval import Retriever
+from raglab.retrieval import FitCache, Retriever
 from raglab.sqlite_store import SQLiteStore
 from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
 
@@ -38,7 +39,7 @@ class Index:
 
     For a fittable embedder (LSA), `embedder` is the unfitted one: each tenant's vectors
     and questions are embedded by its own fit (`raglab.indexing`), which the retrievers
-    make and cache (`Index.retriever(...).embedder_for(tenant)`).
+    make (`Index.retriever(...).embedder_for(tenant)`) and share through the index's caches.
     """
 
     store: VectorStore
@@ -48,6 +49,8 @@ class Index:
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
+    _bm25s: FitCache[BM25] = field(default_factory=FitCache, init=False, repr=False)
+    _fits: FitCache[Embedder] = field(default_factory=FitCache, init=False, repr=False)
 
     @classmethod
     def from_folder(
@@ -103,7 +106,9 @@ class Index:
         """The retriever for `method`, built once and reused (it caches what it fits)."""
         key = (method, min_score)
         if key not in self._retrievers:
-            self._retrievers[key] = Retriever(self.store, self.embedder, method, min_score)
+            self._retrievers[key] = Retriever(
+                self.store, self.embedder, method, min_score, bm25s=self._bm25s, fits=self._fits
+            )
         return self._retrievers[key]
 
     def search(

@@ -73,7 +73,7 @@ CACHE_SIZE = 64
 question comes from another set of groups."""
 
 
-class _FitCache(Generic[Model]):
+class FitCache(Generic[Model]):
     """Models fitted on lists of chunks, one per key, reused while the key's chunks are equal.
 
     Subtle: equal chunks (id, text, access metadata), never only equal ids. A document
@@ -109,8 +109,10 @@ class Retriever:
     embedder: Embedder
     method: str = "hybrid"
     min_score: float | None = None
-    _bm25s: _FitCache[BM25] = field(default_factory=_FitCache, init=False, repr=False)
-    _fits: _FitCache[Embedder] = field(default_factory=_FitCache, init=False, repr=False)
+    # Models fitted on chunks, reused while those chunks are equal. An Index hands the same
+    # caches to all its retrievers, so dense, bm25 and hybrid fit each model once.
+    bm25s: FitCache[BM25] = field(default_factory=FitCache, kw_only=True, repr=False)
+    fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -145,7 +147,7 @@ class Retriever:
         if not chunks:
             return []
         key = (principal.tenant, tuple(sorted(principal.groups)))
-        bm25 = self._bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
+        bm25 = self.bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
         rows, scores = bm25.search(question, k)
         threshold = 0.0 if min_score is None else min_score
         # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
@@ -164,7 +166,7 @@ class Retriever:
         chunks = [chunk for chunk in self.store.chunks() if chunk.tenant == tenant]
         if not chunks:
             return None
-        return self._fits.get(
+        return self.fits.get(
             tenant,
             chunks,
             lambda: tenant_embedder(self.store, self.embedder, tenant, [c.text for c in chunks]),

@@ -146,3 +146,21 @@ def test_an_index_with_embedder_settings_reopens_with_that_embedder(tmp_path):
     reopened = Index.open(path, embedder=HashingEmbedder(dim=64))
     assert reopened.embedder.dim == 64
     assert reopened.search("lost laptop", Principal("u", "acme"), k=1)
+
+
+def test_an_index_fits_each_tenant_once_for_all_its_retrievers(monkeypatch):
+    import raglab.indexing
+
+    index = Index.from_folder(CORPUS, embedder="lsa")
+    fitted: list[str] = []
+    real_fit = raglab.indexing._fit
+
+    def counting_fit(embedder, tenant, texts):
+        fitted.append(tenant)
+        return real_fit(embedder, tenant, texts)
+
+    monkeypatch.setattr(raglab.indexing, "_fit", counting_fit)
+    asker = Principal("ann", "acme")
+    for method in ("dense", "hybrid", "dense"):
+        index.search("How many vacation days do I get?", asker, method=method)
+    assert fitted == ["acme"]
