@@ -23,34 +23,26 @@ def process(*args: str):
     return lambda: subprocess.run([sys.executable, *args], check=True, capture_output=True)
 
 
+ASK = (
+    "-m",
+    "raglab",
+    "ask",
+    "What does error E-204 mean?",
+    "--docs",
+    str(CORPUS),
+    "--tenant",
+    "globex",
+)
+
+
 def main() -> None:
     cases = {
         "python -c pass": process("-c", "pass"),
         "import numpy": process("-c", "import numpy"),
         "import raglab": process("-c", "import raglab"),
         "raglab --help": process("-m", "raglab", "--help"),
-        "raglab ask (cold, hashing)": process(
-            "-m",
-            "raglab",
-            "ask",
-            "What does error E-204 mean?",
-            "--docs",
-            str(CORPUS),
-            "--tenant",
-            "globex",
-        ),
-        "raglab ask (cold, lsa)": process(
-            "-m",
-            "raglab",
-            "ask",
-            "What does error E-204 mean?",
-            "--docs",
-            str(CORPUS),
-            "--tenant",
-            "globex",
-            "--embedder",
-            "lsa",
-        ),
+        "raglab ask (cold, hashing)": process(*ASK),
+        "raglab ask (cold, lsa)": process(*ASK, "--embedder", "lsa"),
     }
     times = {name: best_time(run, repeat=5) for name, run in cases.items()}
     floor = times["import numpy"]

@@ -116,8 +116,9 @@ class Outcome:
 
 def call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Outcome:
     """Call the learner's `fn` with the references hidden and a budget of executed lines."""
-    if _reference_name(fn) is not None:  # `chunk = reference.chunk`: the reference itself
-        return Outcome(error=ReferenceHidden(_HIDDEN.format(name=_reference_name(fn))))
+    name = _reference_name(fn)
+    if name is not None:  # `chunk = reference.chunk`: the reference itself
+        return Outcome(error=ReferenceHidden(_HIDDEN.format(name=name)))
     try:
         with references_hidden(fn), _step_budget(STEP_BUDGET):
             return Outcome(value=fn(*args, **kwargs))
