@@ -18,6 +18,7 @@ from raglab.workbook.checks import (
     design,
     embeddings,
     retrieval,
+    testing,
     understand,
 )
 from raglab.workbook.checks.chunking import (
@@ -31,6 +32,7 @@ from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidde
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
+from raglab.workbook.checks.testing import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
 
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
@@ -40,6 +42,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **chunking.CHECKS,  # 04
     **embeddings.CHECKS,  # 05
     **retrieval.CHECKS,  # 06
+    **testing.CHECKS,  # 08
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -73,6 +76,7 @@ __all__ = [
     *design.__all__,
     *embeddings.__all__,
     *retrieval.__all__,
+    *testing.__all__,
     "BUILDS_ON",
     "CHECKS",
     "CheckFailed",
