@@ -197,6 +197,13 @@ def failing_line(error: BaseException) -> str:
 
 
 def _is_library(filename: str) -> bool:
+    """True for code the test did not write: installed packages, raglab, generated code.
+
+    Generated code ("<string>": a dataclass's `__init__`) runs on every record made; a
+    notebook cell is a real file (ipykernel) or "<ipython-input-…>" (older IPython).
+    """
+    if filename.startswith("<"):
+        return not filename.startswith("<ipython-input")
     try:
         path = str(Path(filename).resolve())
     except (OSError, ValueError):

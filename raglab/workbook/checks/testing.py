@@ -102,10 +102,12 @@ def reference_tests() -> list[Callable[[Any], None]]:
     """
     import numpy as np
     import pytest
-    from hypothesis import assume, given, settings
+    from hypothesis import Phase, assume, given, settings
     from hypothesis import strategies as st
 
     from raglab import Principal, parse_citations
+
+    quick = [Phase.explicit, Phase.generate, Phase.shrink]  # no slow "explain" after a failure
 
     def test_empty_documents_produce_no_chunks(engine):
         assert engine.chunk("") == []
@@ -148,7 +150,7 @@ def reference_tests() -> list[Callable[[Any], None]]:
             f"{answer.text!r} cites {beyond}, but {len(answer.retrieved)} sources were retrieved"
         )
 
-    @settings(derandomize=True, database=None, deadline=None)
+    @settings(derandomize=True, database=None, deadline=None, phases=quick, max_examples=50)
     @given(text=st.text(max_size=60), size=st.integers(1, 12), overlap=st.integers(0, 11))
     def test_chunk_offsets_cover_the_text(engine, text, size, overlap):
         assume(overlap < size)
