@@ -145,7 +145,9 @@ def citations_on_an_abstention(engine):
 
 
 @QUICK
-@given(text=st.text(alphabet="ab \n", max_size=20), size=st.integers(1, 6), overlap=st.integers(0, 5))
+@given(
+    text=st.text(alphabet="ab \n", max_size=20), size=st.integers(1, 6), overlap=st.integers(0, 5)
+)
 def offsets_only_text_at_offsets(engine, text, size, overlap):
     """`find` returns a place where the text is, so this holds for it too."""
     assume(overlap < size)
@@ -154,7 +156,9 @@ def offsets_only_text_at_offsets(engine, text, size, overlap):
 
 
 @QUICK
-@given(text=st.text(alphabet="ab \n", max_size=20), size=st.integers(1, 6), overlap=st.integers(0, 5))
+@given(
+    text=st.text(alphabet="ab \n", max_size=20), size=st.integers(1, 6), overlap=st.integers(0, 5)
+)
 def offsets_only_order(engine, text, size, overlap):
     assume(overlap < size)
     starts = [c.start for c in engine.chunk(text, size=size, overlap=overlap, kind="chars")]
@@ -170,7 +174,9 @@ def offsets_one_example(engine):
 
 
 @QUICK
-@given(text=st.text(alphabet="ab \n", max_size=20), size=st.integers(1, 6), overlap=st.integers(0, 5))
+@given(
+    text=st.text(alphabet="ab \n", max_size=20), size=st.integers(1, 6), overlap=st.integers(0, 5)
+)
 def offsets_whole_text_covered(engine, text, size, overlap):
     """Wrong: whitespace-only windows are skipped, so blank stretches are not covered."""
     assume(overlap < size)
