@@ -145,7 +145,9 @@ class _KeepsBlankDocuments:
 
     def split(self, doc: Document) -> list[Chunk]:
         if not doc.text.strip():  # the flaw: one chunk of nothing
-            return [Chunk(doc.id, 0, doc.text, 0, len(doc.text), tenant=doc.tenant)]
+            return [
+                Chunk(doc.id, 0, doc.text, 0, len(doc.text), tenant=doc.tenant, groups=doc.groups)
+            ]
         return self.chunker.split(doc)
 
     def params(self) -> dict[str, object]:
