@@ -28,7 +28,6 @@ journal. A crash leaves those documents missing, never half-written, and the nex
 
 from __future__ import annotations
 
-import time
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -39,6 +38,20 @@ from typing import Any, Self
 
 import numpy as np
 
+from raglab._qdrant_points import (
+    META_ID,
+    connect,
+    field_in,
+    field_is,
+    from_payload,
+    meta_point,
+    point,
+    point_id,
+    qdrant,
+    readable_by,
+    store_order,
+)
+from raglab.access import AccessIndex
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import (
     META_KEYS,
@@ -55,14 +68,9 @@ from raglab.stores import (
 from raglab.validation import check_int
 from raglab.vectors import normalise, top_k
 
-INSTALL_HINT = "pip install raglab[qdrant]"
 FORMAT = "raglab-index"
 SCHEMA_VERSION = 1
 """Bumped whenever the payloads change; an index of another version is refused."""
-
-LOCK_WAIT_SECONDS = 10.0
-"""How long opening a local folder waits for another process to let go of it (local mode
-allows one client per folder at a time: that is its writer lock, readers included)."""
 
 BATCH = 256
 """Points per request: bounds the size of one upload or one page of a scroll."""
@@ -74,29 +82,8 @@ SCORE_SLACK = 1e-4
 """How far Qdrant's own float32 score may sit from ours: the candidates keep every point
 within this of the k-th score, so rounding in Qdrant cannot drop a chunk we would keep."""
 
-_ACCESS_FIELDS = ("tenant", "groups", "doc_id")
-"""Payload fields filtered on; each gets a keyword index."""
-
-_NAMESPACE = uuid.UUID("6f1c3e52-8a0e-4d7b-9a57-2f1b0c9d4e11")
-"""Point ids are uuid5 of this and a name: the same chunk always gets the same id."""
-
-
-def _point_id(kind: str, name: str) -> str:
-    return str(uuid.uuid5(_NAMESPACE, f"{kind}:{name}"))
-
-
-_META_ID = _point_id("meta", "")
-
-
-def _qdrant():
-    """qdrant-client, imported only when a Qdrant store is used (an optional dependency)."""
-    try:
-        import qdrant_client
-    except ImportError:
-        raise RuntimeError(
-            f"the Qdrant store needs the qdrant-client package: {INSTALL_HINT}"
-        ) from None
-    return qdrant_client
+KEYWORD_FIELDS = ("tenant", "groups", "doc_id")
+"""Payload fields the queries filter on; each gets a keyword index."""
 
 
 @dataclass
@@ -126,6 +113,7 @@ class QdrantStore:
         self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
         self._pending: _Pending | None = None
         self._depth = 0
+        self._listing: tuple[str, list[Chunk], AccessIndex] | None = None  # see chunks()
 
     def __repr__(self) -> str:
         return f"QdrantStore({self.path!r}, dim={self.dim}, chunks={len(self)})"
@@ -135,7 +123,7 @@ class QdrantStore:
     @classmethod
     def create(cls, path: str | Path, *, url: str | None = None, dim: int | None = None) -> Self:
         """A new, empty index (refused if one is there already)."""
-        client, name, where = _connect(path, url, must_exist=False)
+        client, name, where = connect(path, url, must_exist=False)
         store = cls(client, name, where)
         if client.collection_exists(store._records_name):
             store.close()
@@ -146,7 +134,7 @@ class QdrantStore:
     @classmethod
     def open(cls, path: str | Path, *, url: str | None = None, exact: bool = False) -> Self:
         """An existing index; `StoreError` if it is missing or not a raglab index."""
-        client, name, where = _connect(path, url, must_exist=True)
+        client, name, where = connect(path, url, must_exist=True)
         store = cls(client, name, where, exact=exact)
         try:
             if not client.collection_exists(store._records_name):
@@ -159,7 +147,7 @@ class QdrantStore:
 
     @classmethod
     def open_or_create(cls, path: str | Path, *, url: str | None = None) -> Self:
-        client, name, where = _connect(path, url, must_exist=False)
+        client, name, where = connect(path, url, must_exist=False)
         store = cls(client, name, where)
         if not client.collection_exists(store._records_name):
             store._create(None)
@@ -205,22 +193,37 @@ class QdrantStore:
     def __len__(self) -> int:
         if not self._client.collection_exists(self._chunks_name):
             return 0
-        hidden = self._hidden(self._read_meta())
-        return self._client.count(self._chunks_name, count_filter=hidden, exact=True).count
+        every = readable_by(None, self._read_meta()["journal"])
+        return self._client.count(self._chunks_name, count_filter=every, exact=True).count
 
     def documents(self) -> dict[str, DocRecord]:
         journal = set(self._read_meta()["journal"])
-        kind = self._match("kind", "document")
-        records = [_record(p.payload) for p in self._scroll(self._records_name, kind)]
+        kind = qdrant().models.Filter(must=[field_is("kind", "document")])
+        records = [
+            from_payload(DocRecord, p.payload) for p in self._scroll(self._records_name, kind)
+        ]
         return {r.id: r for r in sorted(records, key=lambda r: r.id) if r.id not in journal}
 
     def chunks(self, principal: Principal | None = None) -> list[Chunk]:
-        """Every chunk in store order (document id, then chunk index), or those `principal` may read."""
+        """Every chunk in store order (document id, then chunk index), or those `principal` may read.
+
+        What BM25 and a fitted embedder need; read once per version of the index and kept,
+        as the SQLite store does (a search never needs them: Qdrant filters and scores).
+        """
         meta = self._read_meta()
+        if self._listing is None or self._listing[0] != meta.get("generation"):
+            self._listing = (meta.get("generation"), *self._read_chunks(meta))
+        _, chunks, access = self._listing
+        if principal is None:
+            return list(chunks)
+        return [chunks[row] for row in access.eligible_rows(principal)]
+
+    def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
         if not self._client.collection_exists(self._chunks_name):
-            return []
-        points = self._scroll(self._chunks_name, self._readable(principal, meta))
-        return sorted((_chunk(p.payload) for p in points), key=_store_order)
+            return [], AccessIndex([])
+        points = self._scroll(self._chunks_name, readable_by(None, meta["journal"]))
+        chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
+        return chunks, AccessIndex(chunks)
 
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
@@ -231,12 +234,13 @@ class QdrantStore:
         q = normalise(_checked_query(query, meta["dim"]))
         if not self._client.collection_exists(self._chunks_name):
             return []
-        points = self._candidates(q, self._readable(principal, meta), k)
+        points = self._candidates(q, readable_by(principal, meta["journal"]), k)
         if not points:
             return []
         # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
         pairs = sorted(
-            ((_chunk(p.payload), p.vector) for p in points), key=lambda c: _store_order(c[0])
+            ((from_payload(Chunk, p.payload), p.vector) for p in points),
+            key=lambda c: store_order(c[0]),
         )
         rows = np.array([vector for _, vector in pairs], dtype=np.float32)
         positions, scores = top_k(q, rows, k, normalised=True)
@@ -245,7 +249,7 @@ class QdrantStore:
 
     def _candidates(self, q: np.ndarray, readable: Any, k: int) -> list[Any]:
         """The best points by Qdrant's score: at least k, and every one tied with the k-th."""
-        models = _qdrant().models
+        models = qdrant().models
         limit = k + TIE_ROOM
         while True:
             points = self._client.query_points(
@@ -270,7 +274,7 @@ class QdrantStore:
         with self.transaction():
             pending = self._writes()
             ids = {chunk.doc_id for chunk in chunks} | {record.id for record in documents}
-            existing = (self._committed(ids) - pending.deleted) | set(pending.added)
+            existing = (set(self.documents()) & ids - pending.deleted) | set(pending.added)
             dim, stored = _prepare_documents(chunks, vectors, documents, pending.dim, existing)
             pending.dim = dim
             pending.added.update((doc.record.id, doc) for doc in stored)
@@ -326,8 +330,15 @@ class QdrantStore:
         docs = [pending.added[doc_id] for doc_id in sorted(pending.added)]
         if any(doc.chunks for doc in docs):
             self._ensure_chunk_collection(pending.dim)
-            self._upsert(self._chunks_name, [p for doc in docs for p in _chunk_points(doc)])
-        self._upsert(self._records_name, [_record_point(doc.record) for doc in docs])
+            self._upsert(
+                self._chunks_name,
+                [
+                    point("chunk", chunk, vector)
+                    for doc in docs
+                    for chunk, vector in zip(doc.chunks, doc.vectors)
+                ],
+            )
+        self._upsert(self._records_name, [point("document", doc.record) for doc in docs])
         self._write_meta({**settings, "journal": []})
 
     # -- internals
@@ -339,7 +350,7 @@ class QdrantStore:
         return self._pending
 
     def _read_meta(self) -> dict[str, Any]:
-        found = self._client.retrieve(self._records_name, [_META_ID], with_payload=True)
+        found = self._client.retrieve(self._records_name, [META_ID], with_payload=True)
         meta = found[0].payload if found else {}
         if meta.get("format") != FORMAT:
             raise StoreError(f"{self.path} is not a raglab index (no {FORMAT!r} marker)")
@@ -353,83 +364,38 @@ class QdrantStore:
 
     def _write_meta(self, values: Mapping[str, Any]) -> None:
         payload = {**values, "kind": "meta", "format": FORMAT, "schema_version": SCHEMA_VERSION}
-        models = _qdrant().models
-        self._upsert(
-            self._records_name, [models.PointStruct(id=_META_ID, vector={}, payload=payload)]
-        )
+        payload["generation"] = uuid.uuid4().hex  # new with every write: cached reads expire
+        self._upsert(self._records_name, [meta_point(payload)])
 
     def _ensure_chunk_collection(self, dim: int | None) -> None:
         if self._client.collection_exists(self._chunks_name):
             return
-        models = _qdrant().models
+        models = qdrant().models
         # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
         # otherwise re-normalise the vectors it stores (the bits would differ from ours).
         config = models.VectorParams(size=dim, distance=models.Distance.DOT)
         self._client.create_collection(self._chunks_name, vectors_config=config)
         with warnings.catch_warnings():  # local mode warns that it scans without indexes
             warnings.simplefilter("ignore", UserWarning)
-            for name in _ACCESS_FIELDS:
+            for name in KEYWORD_FIELDS:
                 self._client.create_payload_index(
                     self._chunks_name, name, field_schema=models.PayloadSchemaType.KEYWORD
                 )
 
-    def _readable(self, principal: Principal | None, meta: dict[str, Any]) -> Any:
-        """The filter for the chunks `principal` may read (all, if None), journal left out."""
-        models = _qdrant().models
-        hidden = self._hidden(meta)
-        if principal is None:
-            return hidden
-        open_to_all = models.IsEmptyCondition(is_empty=models.PayloadField(key="groups"))
-        in_a_group = models.FieldCondition(
-            key="groups", match=models.MatchAny(any=sorted(principal.groups))
-        )
-        return models.Filter(
-            must=[self._match("tenant", principal.tenant)],
-            should=[open_to_all, in_a_group] if principal.groups else [open_to_all],
-            must_not=hidden.must_not if hidden else None,
-        )
-
-    def _hidden(self, meta: dict[str, Any]) -> Any:
-        """A filter leaving out the chunks of journalled documents, or None when there are none."""
-        if not meta["journal"]:
-            return None
-        models = _qdrant().models
-        match = models.MatchAny(any=meta["journal"])
-        return models.Filter(must_not=[models.FieldCondition(key="doc_id", match=match)])
-
-    def _match(self, key: str, value: str) -> Any:
-        models = _qdrant().models
-        return models.Filter(
-            must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))]
-        )
-
-    def _committed(self, doc_ids: set[str]) -> set[str]:
-        """Those of `doc_ids` that have a committed, visible record."""
-        journal = set(self._read_meta()["journal"])
-        ordered = sorted(doc_ids)
-        found = set()
-        for start in range(0, len(ordered), BATCH):
-            ids = [_point_id("document", d) for d in ordered[start : start + BATCH]]
-            found |= {p.payload["id"] for p in self._client.retrieve(self._records_name, ids)}
-        return found - journal
-
     def _count_chunks(self, doc_id: str) -> int:
-        if doc_id in self._read_meta()["journal"] or not self._client.collection_exists(
-            self._chunks_name
-        ):
+        """The chunks `doc_id` has in the index as committed (0 while it is journalled)."""
+        meta = self._read_meta()
+        if doc_id in meta["journal"] or not self._client.collection_exists(self._chunks_name):
             return 0
-        return self._client.count(
-            self._chunks_name, count_filter=self._match("doc_id", doc_id)
-        ).count
+        of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
+        return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
 
     def _delete_documents(self, doc_ids: list[str]) -> None:
-        models = _qdrant().models
-        ids = [_point_id("document", d) for d in doc_ids]
+        models = qdrant().models
+        ids = [point_id("document", d) for d in doc_ids]
         self._client.delete(self._records_name, points_selector=models.PointIdsList(points=ids))
         if self._client.collection_exists(self._chunks_name):
-            of_docs = models.Filter(
-                must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=doc_ids))]
-            )
+            of_docs = models.Filter(must=[field_in("doc_id", doc_ids)])
             self._client.delete(
                 self._chunks_name, points_selector=models.FilterSelector(filter=of_docs)
             )
@@ -447,113 +413,3 @@ class QdrantStore:
             points.extend(page)
             if offset is None:
                 return points
-
-
-# ---------------------------------------------------------------------------- payloads
-
-
-def _store_order(chunk: Chunk) -> tuple[str, int]:
-    return chunk.doc_id, chunk.index
-
-
-def _chunk_points(doc: _StoredDocument) -> list[Any]:
-    models = _qdrant().models
-    return [
-        models.PointStruct(
-            id=_point_id("chunk", chunk.id), vector=vector.tolist(), payload=_chunk_payload(chunk)
-        )
-        for chunk, vector in zip(doc.chunks, doc.vectors)
-    ]
-
-
-def _chunk_payload(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "doc_id": chunk.doc_id,
-        "index": chunk.index,
-        "text": chunk.text,
-        "start": chunk.start,
-        "end": chunk.end,
-        "heading": chunk.heading,
-        "title": chunk.title,
-        "tenant": chunk.tenant,
-        "groups": list(chunk.groups),
-        "doc_version": chunk.doc_version,
-    }
-
-
-def _chunk(payload: dict[str, Any]) -> Chunk:
-    fields = {**payload, "groups": tuple(payload["groups"])}
-    return Chunk(**fields)
-
-
-def _record_point(record: DocRecord) -> Any:
-    models = _qdrant().models
-    payload = {
-        "kind": "document",
-        "id": record.id,
-        "version": record.version,
-        "hash": record.hash,
-        "tenant": record.tenant,
-        "groups": list(record.groups),
-        "title": record.title,
-    }
-    return models.PointStruct(id=_point_id("document", record.id), vector={}, payload=payload)
-
-
-def _record(payload: dict[str, Any]) -> DocRecord:
-    return DocRecord(
-        payload["id"],
-        payload["version"],
-        payload["hash"],
-        payload["tenant"],
-        tuple(payload["groups"]),
-        payload["title"],
-    )
-
-
-# ---------------------------------------------------------------------------- connecting
-
-
-def _connect(path: str | Path, url: str | None, *, must_exist: bool) -> tuple[Any, str, str]:
-    """(client, collection name, how messages name the index) for a folder or a server."""
-    qdrant = _qdrant()
-    if url is not None:
-        name = str(path)
-        client = qdrant.QdrantClient(url=url)
-        where = f"Qdrant index {name!r} at {url}"
-        try:
-            exists = client.collection_exists(f"{name}_records")
-        except Exception as error:  # connection refused, timeout, TLS, HTTP errors
-            raise StoreError(f"cannot reach the Qdrant server at {url} ({error})") from None
-        if must_exist and not exists:
-            raise StoreError(f"{where} does not exist: run raglab index first")
-        return client, name, where
-    folder = Path(path)
-    where = f"index folder {str(folder)!r}"
-    if folder.exists() and not folder.is_dir():
-        raise StoreError(f"{where} is not a folder")
-    is_qdrant = (folder / "meta.json").is_file()
-    if must_exist and not folder.exists():
-        raise StoreError(f"{where} does not exist")
-    if folder.exists() and any(folder.iterdir()) and not is_qdrant:
-        # Never write Qdrant's files into someone's own folder.
-        raise StoreError(f"{where} is not a raglab index (not a Qdrant folder: no meta.json)")
-    return _local_client(qdrant, folder, where), "raglab", where
-
-
-def _local_client(qdrant: Any, folder: Path, where: str) -> Any:
-    """A local-mode client, waiting up to LOCK_WAIT_SECONDS for another process to let go."""
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
-        try:
-            return qdrant.QdrantClient(path=str(folder))
-        except RuntimeError as error:
-            if "already accessed" not in str(error):
-                raise
-            if time.monotonic() > deadline:
-                raise StoreError(
-                    f"{where} is in use by another process (waited {LOCK_WAIT_SECONDS:g} s; a "
-                    "local Qdrant folder takes one process at a time): try again when it has "
-                    "finished, or run a Qdrant server and use --qdrant-url"
-                ) from None
-            time.sleep(0.1)
