@@ -112,7 +112,8 @@ def connect(path: str | Path, url: str | None, *, must_exist: bool) -> tuple[Any
     """(client, collections' name, how messages name the index) for a folder or a server."""
     if url is not None:
         name, where = str(path), f"Qdrant index {str(path)!r} at {url}"
-        client = qdrant().QdrantClient(url=url)
+        # Reachability is checked just below, with a clearer message than the version check's.
+        client = qdrant().QdrantClient(url=url, check_compatibility=False)
         try:
             exists = client.collection_exists(f"{name}_records")
         except Exception as error:  # connection refused, timeout, TLS, HTTP errors

@@ -231,10 +231,10 @@ class QdrantStore:
         """Qdrant finds the candidates among the chunks `principal` may read; raglab ranks them."""
         k = check_int("k", k, minimum=1)
         meta = self._read_meta()
-        q = normalise(_checked_query(query, meta["dim"]))
+        q = _checked_query(query, meta["dim"])
         if not self._client.collection_exists(self._chunks_name):
             return []
-        points = self._candidates(q, readable_by(principal, meta["journal"]), k)
+        points = self._candidates(normalise(q), readable_by(principal, meta["journal"]), k)
         if not points:
             return []
         # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
@@ -243,7 +243,7 @@ class QdrantStore:
             key=lambda c: store_order(c[0]),
         )
         rows = np.array([vector for _, vector in pairs], dtype=np.float32)
-        positions, scores = top_k(q, rows, k, normalised=True)
+        positions, scores = top_k(q, rows, k, normalised=True)  # as `raglab.stores` scores
         hits = [Hit(pairs[p][0], float(s)) for p, s in zip(positions, scores)]
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
 
