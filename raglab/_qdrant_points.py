@@ -145,7 +145,8 @@ def _local_client(folder: Path, where: str) -> Any:
             if time.monotonic() > deadline:
                 raise StoreError(
                     f"{where} is in use by another process (waited {LOCK_WAIT_SECONDS:g} s; a "
-                    "local Qdrant folder takes one process at a time): try again when it has "
-                    "finished, or run a Qdrant server and use --qdrant-url"
+                    "local Qdrant folder is open in one store at a time, so an index still open "
+                    "in this process counts too): try again when it has finished, or run a "
+                    "Qdrant server and use --qdrant-url"
                 ) from None
             time.sleep(0.1)

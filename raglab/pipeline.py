@@ -70,8 +70,8 @@ class Index:
         In memory by default; with `path`, into an index on disk, incrementally: only
         new or changed documents are chunked and embedded again. `backend` "sqlite": `path`
         is a file; "qdrant": a folder (Qdrant's local mode), or with `qdrant_url` the
-        index's name on that server. Files that fail to load
-        are reported in `load_errors` and the rest are indexed.
+        index's name on that server. Files that fail to load are reported in
+        `load_errors` and the rest are indexed.
         """
         loaded = load_folder(folder)
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
@@ -94,7 +94,9 @@ class Index:
         backend: str = "sqlite",
         qdrant_url: str | None = None,
     ) -> Index:
-        """Open an index file written by `from_folder(..., path=...)` or `raglab index`.
+        """Open an index written by `from_folder(..., path=...)` or `raglab index`.
+
+        `backend` and `qdrant_url` say where it lives, as for `from_folder`.
 
         The embedder is rebuilt from the name stored in the file — or give the one the
         index was built with, when it had non-default settings — and checked against the
@@ -106,9 +108,9 @@ class Index:
         store = kind.open(path, **options)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
         if embedder is None:  # made by hand, or left by a raglab that built in two steps
+            name = store.path if backend == "qdrant" else f"index file {str(path)!r}"
             raise StoreError(
-                f"index {str(path)!r} is incomplete (it records no "
-                "embedder): run raglab index again"
+                f"{name} is incomplete (it records no embedder): run raglab index again"
             )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         # A fittable embedder's per-tenant fits are checked when a tenant first asks.

@@ -102,7 +102,8 @@ class QdrantStore:
     Make one with `QdrantStore.create(path)`, reopen it with `QdrantStore.open(path)`, or
     write with `QdrantStore.writing(path)`. `path` is a local folder; with `url=`, it is
     the name of the index's collections on that server. Reads see what has been
-    committed: writes inside a `transaction()` land together when it ends.
+    committed: writes inside a `transaction()` land together when it ends. A local folder
+    is open in one store at a time: `close()` it before opening it again.
     """
 
     def __init__(self, client: Any, name: str, where: str, *, exact: bool = False) -> None:
@@ -149,9 +150,13 @@ class QdrantStore:
     def open_or_create(cls, path: str | Path, *, url: str | None = None) -> Self:
         client, name, where = connect(path, url, must_exist=False)
         store = cls(client, name, where)
-        if not client.collection_exists(store._records_name):
-            store._create(None)
-        store._read_meta()
+        try:
+            if not client.collection_exists(store._records_name):
+                store._create(None)
+            store._read_meta()
+        except BaseException:
+            store.close()
+            raise
         return store
 
     @classmethod
@@ -274,7 +279,7 @@ class QdrantStore:
         with self.transaction():
             pending = self._writes()
             ids = {chunk.doc_id for chunk in chunks} | {record.id for record in documents}
-            existing = (set(self.documents()) & ids - pending.deleted) | set(pending.added)
+            existing = (set(self.documents()) & (ids - pending.deleted)) | set(pending.added)
             dim, stored = _prepare_documents(chunks, vectors, documents, pending.dim, existing)
             pending.dim = dim
             pending.added.update((doc.record.id, doc) for doc in stored)
