@@ -1,29 +1,25 @@
 """The Qdrant store: the same index in a vector database, for corpora that outgrow one file.
 
-`QdrantStore` keeps what `SQLiteStore` keeps — chunks with their vectors, a record per
-document, the index's settings — in two Qdrant collections: `<name>_chunks` (one point
-per chunk: its unit vector, and the chunk's fields as payload) and `<name>_records` (one
-point per document, and one for the settings). It runs in qdrant-client's local mode (a
-folder, no server: tests, notebooks, one laptop) or against a Qdrant server (`url=`),
-which scales out with sharding and replication.
+`QdrantStore` keeps what `SQLiteStore` keeps in two Qdrant collections: `<name>_chunks`
+(a point per chunk: its unit vector, the chunk's fields as payload) and `<name>_records`
+(a point per document, and one for the settings). It runs in qdrant-client's local mode
+(a folder, no server) or against a Qdrant server (`url=`), which scales out with sharding
+and replication.
 
 Access is a payload filter inside the query, never a pass over the results: Qdrant only
-ever scores the points whose `tenant` equals the principal's and whose `groups` are
-empty or share one with the principal's (the rule of `raglab.access`). Both fields carry
-a keyword payload index, so on a server the filter is an index lookup, not a scan.
+scores points of the principal's tenant whose groups are empty or shared with the
+principal (`raglab.access`'s rule), on keyword-indexed payload fields.
 
 Same hits as the other stores, ties included: Qdrant picks the candidates (a few more
-than k, and more while the last still ties with the k-th), then the candidates are put
-in store order (document id, then chunk index) and scored by `raglab.vectors.top_k`, the
-code every store scores with — so scores agree to the bit and ties go to store order.
-On a server, HNSW search is approximate (`exact=True` asks for exact search).
+than k, and more while the last still ties with the k-th); they are put in store order
+(document id, then chunk index) and scored by `raglab.vectors.top_k`, as every store
+scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
 
-Qdrant has no transactions, so a transaction here holds its writes back and applies them
-when it ends. Subtle: to survive a crash halfway through those writes, the settings point
-first lists every document about to change (the *journal*); a journalled document is
-invisible — left out of every read and every search — until the last write clears the
-journal. A crash leaves those documents missing, never half-written, and the next
-`raglab index` re-adds them.
+Qdrant has no transactions, so a transaction holds its writes back and applies them at
+its end. Subtle: the settings point first lists every document about to change (the
+*journal*); a journalled document is left out of every read and search until the last
+write clears the journal. A crash leaves those documents missing, never half-written,
+and the next `raglab index` re-adds them.
 """
 
 from __future__ import annotations
