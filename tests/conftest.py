@@ -4,6 +4,20 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import qdrant_client  # noqa: F401  (only whether it is installed matters here)
+
+    QDRANT_MISSING = ""
+except ImportError:
+    QDRANT_MISSING = "qdrant-client not installed (pip install raglab[qdrant])"
+
+STORES = [
+    "memory",
+    "sqlite",
+    pytest.param("qdrant", marks=pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING)),
+]
+"""Every store kind the shared store tests run against; qdrant skipped when not installed."""
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus"
 QUESTIONS = ROOT / "data" / "questions.jsonl"

@@ -1,0 +1,152 @@
+"""How raglab's records map onto Qdrant: point ids, payloads, filters, and the client.
+
+Kept apart from `raglab.qdrant_store`, which reads as the store's logic; everything here
+is the translation to qdrant-client's types (imported lazily: it is optional).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from raglab.records import Chunk, Principal
+from raglab.stores import DocRecord, StoreError
+
+INSTALL_HINT = "pip install raglab[qdrant]"
+
+LOCK_WAIT_SECONDS = 10.0
+"""How long opening a local folder waits for another process to let go of it (local mode
+allows one client per folder at a time: that is its writer lock, readers included)."""
+
+_NAMESPACE = uuid.UUID("6f1c3e52-8a0e-4d7b-9a57-2f1b0c9d4e11")
+"""Point ids are uuid5 of this and a name: the same chunk always gets the same id."""
+
+Item = TypeVar("Item", Chunk, DocRecord)
+
+
+def qdrant() -> Any:
+    """qdrant-client, imported only when a Qdrant store is used (an optional dependency)."""
+    try:
+        import qdrant_client
+    except ImportError:
+        raise RuntimeError(
+            f"the Qdrant store needs the qdrant-client package: {INSTALL_HINT}"
+        ) from None
+    return qdrant_client
+
+
+def point_id(kind: str, name: str) -> str:
+    """The id of the point holding a chunk, a document record or the settings ("meta")."""
+    return str(uuid.uuid5(_NAMESPACE, f"{kind}:{name}"))
+
+
+META_ID = point_id("meta", "")
+
+
+# ---------------------------------------------------------------------------- points
+
+
+def point(kind: str, item: Chunk | DocRecord, vector: np.ndarray | None = None) -> Any:
+    """A chunk (with its vector) or a document record (no vector) as a Qdrant point."""
+    payload = {**dataclasses.asdict(item), "groups": list(item.groups), "kind": kind}
+    values = {} if vector is None else vector.tolist()
+    return qdrant().models.PointStruct(id=point_id(kind, item.id), vector=values, payload=payload)
+
+
+def meta_point(payload: dict[str, Any]) -> Any:
+    return qdrant().models.PointStruct(id=META_ID, vector={}, payload=payload)
+
+
+def from_payload(cls: type[Item], payload: dict[str, Any]) -> Item:
+    """The chunk or record a payload holds (groups back to a tuple, "kind" left out)."""
+    fields = {f.name: payload[f.name] for f in dataclasses.fields(cls)}
+    return cls(**{**fields, "groups": tuple(payload["groups"])})
+
+
+def store_order(chunk: Chunk) -> tuple[str, int]:
+    """Every store's order: document id, then chunk index (Python str order = SQLite's)."""
+    return chunk.doc_id, chunk.index
+
+
+# ---------------------------------------------------------------------------- filters
+
+
+def field_is(key: str, value: str) -> Any:
+    models = qdrant().models
+    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def field_in(key: str, values: Sequence[str]) -> Any:
+    models = qdrant().models
+    return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
+
+
+def readable_by(principal: Principal | None, hidden: Sequence[str]) -> Any:
+    """A filter for the chunks `principal` may read (all, if None), `hidden` documents left out.
+
+    The access rule of `raglab.access`: the principal's tenant, and no groups or a shared one.
+    """
+    models = qdrant().models
+    must_not = [field_in("doc_id", hidden)] if hidden else None
+    if principal is None:
+        return models.Filter(must_not=must_not)
+    open_to_all = models.IsEmptyCondition(is_empty=models.PayloadField(key="groups"))
+    in_a_group = [field_in("groups", sorted(principal.groups))] if principal.groups else []
+    return models.Filter(
+        must=[field_is("tenant", principal.tenant)],
+        should=[open_to_all, *in_a_group],  # at least one of them
+        must_not=must_not,
+    )
+
+
+# ---------------------------------------------------------------------------- connecting
+
+
+def connect(path: str | Path, url: str | None, *, must_exist: bool) -> tuple[Any, str, str]:
+    """(client, collections' name, how messages name the index) for a folder or a server."""
+    if url is not None:
+        name, where = str(path), f"Qdrant index {str(path)!r} at {url}"
+        # Reachability is checked just below, with a clearer message than the version check's.
+        client = qdrant().QdrantClient(url=url, check_compatibility=False)
+        try:
+            exists = client.collection_exists(f"{name}_records")
+        except Exception as error:  # connection refused, timeout, TLS, HTTP errors
+            raise StoreError(f"cannot reach the Qdrant server at {url} ({error})") from None
+        if must_exist and not exists:
+            raise StoreError(f"{where} does not exist: run raglab index first")
+        return client, name, where
+    folder = Path(path)
+    where = f"index folder {str(folder)!r}"
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"{where} is not a folder")
+    if must_exist and not folder.exists():
+        raise StoreError(f"{where} does not exist")
+    if folder.exists() and any(folder.iterdir()) and not (folder / "meta.json").is_file():
+        # Never write Qdrant's files into someone's own folder.
+        raise StoreError(f"{where} is not a raglab index (not a Qdrant folder: no meta.json)")
+    return _local_client(folder, where), "raglab", where
+
+
+def _local_client(folder: Path, where: str) -> Any:
+    """A local-mode client, waiting up to LOCK_WAIT_SECONDS for another process to let go."""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            return qdrant().QdrantClient(path=str(folder))
+        except RuntimeError as error:
+            if "already accessed" not in str(error):
+                raise
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"{where} is in use by another process (waited {LOCK_WAIT_SECONDS:g} s; a "
+                    "local Qdrant folder is open in one store at a time, so an index still open "
+                    "in this process counts too): try again when it has finished, or run a "
+                    "Qdrant server and use --qdrant-url"
+                ) from None
+            time.sleep(0.1)
