@@ -20,7 +20,8 @@ def cloud(n: int = 60, dim: int = 16, seed: int = 0) -> np.ndarray:
 
 
 def svd_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The textbook PCA: the first two right singular vectors of the centred data."""
+    """The textbook PCA in float64: the first two right singular vectors of the centred data."""
+    x = x.astype(np.float64)
     centred = x - x.mean(axis=0)
     _, singular, vt = np.linalg.svd(centred, full_matrices=False)
     return vt[:2], singular[:2] ** 2 / (singular**2).sum()
@@ -34,13 +35,15 @@ def test_pca_of_points_on_a_line_keeps_all_the_variance_on_pc1():
 
 @pytest.mark.parametrize(("n", "dim"), [(60, 16), (10, 40), (500, 384)])
 def test_pca_equals_the_svd_of_the_data_many_rows_or_few(n, dim):
-    # Many rows go through the covariance matrix, few through the SVD: the same axes.
+    # Many rows go through the covariance matrix, few through the SVD: the same axes,
+    # to float32 rounding for float32 vectors and to float64 rounding otherwise.
     x = cloud(n, dim, seed=n)
-    p = fit_pca(x)
-    axes, shares = svd_reference(x)
-    for ours, theirs in zip(p.axes, axes):
-        np.testing.assert_allclose(ours, np.sign(ours @ theirs) * theirs, atol=1e-8)
-    np.testing.assert_allclose(p.explained, shares, atol=1e-10)
+    for data, tolerance in ((x, 1e-5), (x.astype(np.float64), 1e-9)):
+        p = fit_pca(data)
+        axes, shares = svd_reference(data)
+        for ours, theirs in zip(p.axes, axes):
+            np.testing.assert_allclose(ours, np.sign(ours @ theirs) * theirs, atol=tolerance)
+        np.testing.assert_allclose(p.explained, shares, atol=tolerance)
 
 
 def test_pca_matches_scikit_learn_up_to_sign():
@@ -102,3 +105,14 @@ def test_projection_imports_neither_matplotlib_nor_scikit_learn():
     code = "import sys, raglab.projection; print('matplotlib' in sys.modules, 'sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_iteration_finds_the_same_axes_as_the_full_eigendecomposition(monkeypatch):
+    import raglab.projection as projection
+
+    x = cloud(2000, 384, seed=5).astype(np.float64)
+    iterated = fit_pca(x)
+    monkeypatch.setattr(projection, "ROUNDS", 0)  # no rounds: straight to np.linalg.eigh
+    full = fit_pca(x)
+    np.testing.assert_allclose(iterated.axes, full.axes, atol=1e-9)
+    np.testing.assert_allclose(iterated.explained, full.explained, atol=1e-12)
