@@ -7,7 +7,9 @@ Cosine similarity compares directions, not lengths:
 When every stored row already has length 1 (a *unit* row), cosine is a plain dot
 product, so a search is one matrix-vector product: `scores = rows @ query`. The stores
 keep unit rows for exactly this reason; `UnitMatrix` (or `top_k(..., normalised=True)`)
-skips re-measuring row lengths, and `top_k` on a plain array still works.
+skips measuring row lengths. `top_k` on a plain array measures them on every call (in the
+same pass over memory as the products), so it is exact for rows of any length and never
+stale: an array changed in place between two calls is searched as it is now.
 
 Exact top-k is "score every row, keep the k best": `select_top_k(exact_scores(...), k)`.
 `top_k` returns exactly that, bit for bit; it only avoids computing most exact scores,
@@ -25,7 +27,12 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from raglab._topk_fast import rows_near_the_top
+from raglab._topk_fast import (
+    products_and_lengths,
+    products_in_groups,
+    row_lengths,
+    rows_near_the_top,
+)
 from raglab.validation import check_int
 
 __all__ = ["TopK", "UnitMatrix", "cosine", "exact_scores", "normalise", "select_top_k", "top_k"]
@@ -62,14 +69,15 @@ def normalise(vectors: ArrayLike) -> np.ndarray:
     return array
 
 
-def _row_norms(rows: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    """The Euclidean length of each row of a 2-D array.
+def _row_norms(rows: np.ndarray) -> np.ndarray:
+    """The Euclidean length of each row of a 2-D array, in float64.
 
-    float64 (the default) keeps squares of very small or very large float32 values from
-    vanishing or overflowing; float32 is ten times faster and fine for embeddings.
+    float64 keeps squares of very small or very large float32 values from vanishing or
+    overflowing (searches use float32 lengths, `raglab._topk_fast.row_lengths`, and
+    redo only such rows this way).
     """
     # einsum forms each row's sum of squares without a temporary matrix of squares.
-    return np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=dtype))
+    return np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
 
 
 def cosine(a: ArrayLike, b: ArrayLike) -> float:
@@ -199,7 +207,7 @@ class UnitMatrix:
 
     def top_k(self, query: ArrayLike, k: int) -> TopK:
         """The `k` rows most similar to `query` (or to each row of a 2-D block of queries)."""
-        return _top_k_each(self.rows, _unit_query(query, self.dim), k, None)
+        return _top_k_each(self.rows, _unit_query(query, self.dim), k, unit=True)
 
 
 def top_k(
@@ -211,13 +219,14 @@ def top_k(
     vectors returns them all; `k <= 0` is a ValueError. Rows must be finite (a
     `UnitMatrix` checks this once; plain arrays are not re-checked on every query).
     A 2-D block of queries gives one result per query: 2-D indices and scores, one row
-    per query (the batched form).
+    per query (the batched form), exactly the rows and scores of one query at a time.
 
     - `vectors` a `UnitMatrix`: rows normalised once, at build time.
     - `normalised=True`: the caller promises the rows already have unit length (or are
-      zero), e.g. rows from `normalise()` kept by a store; no per-query normalising.
-    - otherwise any array of rows: their lengths are computed for this query (a second
-      pass over the matrix), so cosine is exact for rows of any length.
+      zero), e.g. rows from `normalise()` kept by a store; no row lengths are measured.
+    - otherwise any array of rows: their lengths are measured on every call, in the
+      same pass over memory as the products, so cosine is exact for rows of any length
+      and changing the array between calls can never give a stale answer.
 
     >>> top_k([1.0, 0.0], [[0.0, 3.0], [2.0, 0.0], [5.0, 0.0]], 2)
     TopK(indices=array([1, 2]), scores=array([1., 1.], dtype=float32))
@@ -230,9 +239,7 @@ def top_k(
     rows = np.asarray(vectors, dtype=np.float32)
     if rows.ndim != 2:
         raise ValueError(f"vectors must be a 2-D array of rows (got shape {rows.shape})")
-    queries = _unit_query(query, rows.shape[1])
-    norms = None if normalised else _row_norms(rows, np.float32)
-    return _top_k_each(rows, queries, k, norms)
+    return _top_k_each(rows, _unit_query(query, rows.shape[1]), k, unit=normalised)
 
 
 def _unit_query(query: ArrayLike, dim: int, *, batched: bool = True) -> np.ndarray:
@@ -246,28 +253,38 @@ def _unit_query(query: ArrayLike, dim: int, *, batched: bool = True) -> np.ndarr
     return normalise(q)  # all zeros stays all zeros
 
 
-def _top_k_each(rows: np.ndarray, queries: np.ndarray, k: int, norms: np.ndarray | None) -> TopK:
-    """`_exact_top_k` for one unit query, or for each row of a 2-D block of them."""
+def _top_k_each(rows: np.ndarray, queries: np.ndarray, k: int, *, unit: bool) -> TopK:
+    """The exact top `k` for one unit query, or for each row of a 2-D block of them.
+
+    `unit`: the rows have unit length (or are zero), so no lengths are measured.
+    """
     k = check_int("k", k, minimum=1)
     if queries.ndim == 1:
-        return _exact_top_k(rows, queries, k, norms)
+        if unit:
+            dots, norms = rows @ queries, None
+        else:
+            dots, norms = products_and_lengths(rows, queries)
+        return _screened_top_k(rows, queries, k, norms, dots)
+    norms = None if unit else row_lengths(rows)
     width = min(k, rows.shape[0])
     indices = np.empty((queries.shape[0], width), dtype=np.int64)
     scores = np.empty((queries.shape[0], width), dtype=np.float32)
-    for i, q in enumerate(queries):
-        indices[i], scores[i] = _exact_top_k(rows, q, k, norms)
+    for first, group in products_in_groups(rows, queries):
+        for i, dots in enumerate(group, start=first):
+            indices[i], scores[i] = _screened_top_k(rows, queries[i], k, norms, dots)
     return TopK(indices, scores)
 
 
-def _exact_top_k(rows: np.ndarray, q: np.ndarray, k: int, norms: np.ndarray | None) -> TopK:
+def _screened_top_k(
+    rows: np.ndarray, q: np.ndarray, k: int, norms: np.ndarray | None, dots: np.ndarray
+) -> TopK:
     """`select_top_k(exact_scores(rows, q, norms), k)`, bit for bit, scoring few rows exactly.
 
-    A fast BLAS product screens every row; only the rows that could reach the top k
-    (usually k or a few more) get an exact score. See `raglab._topk_fast`.
+    `dots` are fast BLAS products `rows @ q` (overwritten): they only screen the rows,
+    and only those that could reach the top k (usually k or a few more) get an exact
+    score. See `raglab._topk_fast`.
     """
-    near = None
-    if k < rows.shape[0]:
-        near = rows_near_the_top(_cosines(rows @ q, rows, q, norms), k, rows.shape[1])
+    near = rows_near_the_top(_cosines(dots, rows, q, norms), k, rows.shape[1])
     if near is None:
         return select_top_k(exact_scores(rows, q, norms), k)
     near_norms = None if norms is None else norms[near]

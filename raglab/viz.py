@@ -14,11 +14,9 @@ functions only draw it. The shapes carry the meaning, not colour alone:
 
 Every function returns a matplotlib `Figure` built without pyplot (no global state, no
 figure shown twice); `show(fig)` puts it in a notebook as a PNG. matplotlib and
-scikit-learn are imported inside the functions that use them.
-
->>> p = fit_pca([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]])
->>> p.transform([[2.0, 1.0]]).round(6).tolist()
-[[0.0, 0.0]]
+scikit-learn are imported inside the functions that use them. The projections (PCA,
+t-SNE) live in `raglab.projection` and are importable from here too, as the notebooks
+use them: `viz.fit_pca`, `viz.Projection`, `viz.tsne_2d`.
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from raglab.projection import Projection, fit_pca, tsne_2d
 from raglab.vectors import normalise, top_k
 
 __all__ = [
@@ -55,68 +54,6 @@ DPI = 100
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
 QUESTION_COLOUR = "black"  # reserved for the question
 HIDDEN_COLOUR = "#b0b0b0"  # reserved for what access hides
-
-
-# --- projections ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Projection:
-    """A fitted 2D PCA: `transform` puts new vectors (questions, edited chunks) on the same map.
-
-    Fitted once on the corpus and kept fixed, so every question lands on one map.
-    """
-
-    mean: np.ndarray  # (dim,)
-    axes: np.ndarray  # (2, dim): the two directions of greatest variance, unit length
-    explained: tuple[float, float]  # share of the total variance along each axis
-
-    def transform(self, vectors: ArrayLike) -> np.ndarray:
-        """(n, 2) map coordinates of `vectors` (n, dim)."""
-        x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
-        return (x - self.mean) @ self.axes.T
-
-    def axis_label(self, i: int) -> str:
-        return f"PC{i + 1} ({self.explained[i]:.0%} of variance)"
-
-
-def fit_pca(vectors: ArrayLike) -> Projection:
-    """PCA to two axes with numpy's SVD: deterministic, with a fixed sign per axis.
-
-    An axis and its negative are equally good, and SVD routines pick either; so each
-    axis is turned so that its largest loading (in absolute value) is positive. The same
-    vectors then give the same map on every machine and library version.
-    """
-    x = np.asarray(vectors, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError(f"fit_pca needs a 2-D array of at least 2 rows (got shape {x.shape})")
-    mean = x.mean(axis=0)
-    _, singular, vt = np.linalg.svd(x - mean, full_matrices=False)
-    axes = np.zeros((2, x.shape[1]))
-    kept = min(2, vt.shape[0])
-    axes[:kept] = vt[:kept]
-    for axis in axes:
-        if axis[np.argmax(np.abs(axis))] < 0:
-            axis *= -1
-    variance = singular**2
-    total = variance.sum()
-    shares = [float(variance[i] / total) if total > 0 and i < kept else 0.0 for i in range(2)]
-    return Projection(mean, axes, (shares[0], shares[1]))
-
-
-def tsne_2d(vectors: ArrayLike, *, seed: int = 0, perplexity: float = 30.0) -> np.ndarray:
-    """(n, 2) t-SNE coordinates (scikit-learn, PCA start, seeded).
-
-    Unlike PCA, t-SNE cannot place a new point on an existing map: fit it on everything
-    to be drawn, question included. Its picture changes with the seed and the library
-    version; clusters and gaps between them are partly its own doing.
-    """
-    from sklearn.manifold import TSNE
-
-    x = np.asarray(vectors, dtype=np.float32)
-    perplexity = min(perplexity, (x.shape[0] - 1) / 3)  # TSNE needs perplexity < n
-    tsne = TSNE(n_components=2, init="pca", perplexity=perplexity, random_state=seed)
-    return tsne.fit_transform(x).astype(np.float64)
 
 
 # --- what a retrieval map shows, as data -------------------------------------------------------

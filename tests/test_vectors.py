@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from raglab._topk_fast import rows_near_the_top
+from raglab._topk_fast import (
+    products_and_lengths,
+    rounding_tolerance,
+    row_lengths,
+    rows_near_the_top,
+)
 from raglab.vectors import TopK, UnitMatrix, cosine, exact_scores, normalise, select_top_k, top_k
 
 # ---------------------------------------------------------------------------
@@ -321,7 +326,7 @@ def test_fast_path_equals_the_exact_reference_bit_for_bit(n):
     vectors[::7] = vectors[0]  # plenty of exact ties
     unit = UnitMatrix(vectors)
     plain = vectors.astype(np.float32)
-    norms = np.sqrt(np.einsum("ij,ij->i", plain, plain, dtype=np.float32))
+    norms = row_lengths(plain)
     for query in (rng.normal(size=64), vectors[0], vectors[5]):
         q = normalise(query)
         for path, rows, row_norms in ((unit, unit.rows, None), (plain, plain, norms)):
@@ -356,3 +361,128 @@ def test_results_do_not_depend_on_the_blas_thread_count():
             results.append(top_k(query, unit, 25))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+# ---------------------------------------------------------------------------
+# Plain arrays: lengths measured on every call (never a stale cache)
+# ---------------------------------------------------------------------------
+
+
+def test_products_and_lengths_equal_the_separate_passes_across_blocks():
+    rng = np.random.default_rng(13)
+    rows = rng.normal(size=(1300, 48)).astype(np.float32)  # 1300 rows: three blocks of 512
+    q = normalise(rng.normal(size=48))
+    dots, lengths = products_and_lengths(rows, q)
+    np.testing.assert_array_equal(lengths, row_lengths(rows))  # row by row, bit for bit
+    np.testing.assert_allclose(dots, rows @ q, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_an_array_changed_in_place_is_searched_as_it_is_now(batched):
+    # A cache of row lengths keyed by the array would miss these edits: row 40 now points
+    # along the query but is short, row 7 (the old best) is turned away, row 3 is scaled.
+    rng = np.random.default_rng(17)
+    vectors = rng.normal(size=(2000, 32)).astype(np.float32)
+    query = rng.normal(size=32).astype(np.float32)
+    queries = np.stack([query, -query]) if batched else query
+    top_k(queries, vectors, 5)
+    vectors[7] = query * 3.0
+    first = top_k(queries, vectors, 5)
+    vectors[40] = query * 1e-3
+    vectors[7] = -query
+    vectors[3] *= 50.0
+    second = top_k(queries, vectors, 5)
+    fresh = top_k(queries, vectors.copy(), 5)
+    best = first.indices[0][0] if batched else first.indices[0]
+    assert best == 7
+    np.testing.assert_array_equal(second.indices, fresh.indices)
+    np.testing.assert_array_equal(second.scores, fresh.scores)
+    one = second.indices[0] if batched else second.indices
+    assert one[0] == 40 and 7 not in one.tolist()
+    if batched:
+        assert second.indices[1][0] == 7  # the other query, -query, now finds row 7 first
+
+
+# ---------------------------------------------------------------------------
+# The batched form: a block of queries is exactly the queries one at a time
+# ---------------------------------------------------------------------------
+
+
+def _tied_rows(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with many exact copies (ties everywhere) and queries that hit them."""
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(n, dim)).astype(np.float32) * rng.uniform(0.2, 5.0, size=(n, 1))
+    rows = rows.astype(np.float32)
+    rows[::5] = rows[1]  # a fifth of the rows are copies of row 1
+    rows[2::11] = rows[2]  # and every 11th from row 2 copies of row 2
+    rows[-1] = 0.0
+    queries = np.vstack([rows[1], rows[2], rng.normal(size=(4, dim)), np.zeros((1, dim))])
+    return rows, queries.astype(np.float32)
+
+
+@pytest.mark.parametrize(("n", "k"), [(6, 3), (6, 10), (3000, 1), (3000, 7), (3000, 700)])
+def test_a_block_of_queries_equals_one_query_at_a_time_bit_for_bit(n, k):
+    rows, queries = _tied_rows(n, 24, seed=n + k)
+    unit = UnitMatrix(rows)
+    for path, options in ((rows, {}), (unit, {}), (unit.rows, {"normalised": True})):
+        block = top_k(queries, path, k, **options)
+        assert block.indices.shape == block.scores.shape == (len(queries), min(k, n))
+        for i, query in enumerate(queries):
+            one = top_k(query, path, k, **options)
+            np.testing.assert_array_equal(block.indices[i], one.indices)
+            np.testing.assert_array_equal(block.scores[i], one.scores)
+
+
+def test_a_block_of_queries_keeps_the_tie_rule():
+    rows, queries = _tied_rows(3000, 24, seed=1)
+    indices, scores = top_k(queries[:2], rows, 6)
+    for i, row in enumerate((1, 2)):
+        copies = np.flatnonzero((rows == rows[row]).all(axis=1))
+        np.testing.assert_array_equal(indices[i], copies[:6])  # the copies, in index order
+        assert len(set(scores[i].tolist())) == 1
+    np.testing.assert_array_equal(top_k(queries[-1:], rows, 4).indices, [[0, 1, 2, 3]])
+
+
+def test_a_block_larger_than_one_group_of_scores(monkeypatch):
+    # Queries are scored in groups (bounded memory); results must not depend on the cut.
+    import raglab._topk_fast as fast
+
+    rows, queries = _tied_rows(500, 16, seed=4)
+    whole = top_k(queries, rows, 5)
+    monkeypatch.setattr(fast, "GROUP_SCORES", 1000)  # two queries per group of 500 rows
+    grouped = top_k(queries, rows, 5)
+    np.testing.assert_array_equal(whole.indices, grouped.indices)
+    np.testing.assert_array_equal(whole.scores, grouped.scores)
+
+
+@pytest.mark.parametrize("k", [0, -3])
+def test_a_block_of_queries_refuses_k_below_one(k):
+    with pytest.raises(ValueError, match=rf"k must be an integer >= 1 \(got k={k}\)"):
+        top_k(np.ones((3, 2)), np.ones((5, 2)), k)
+
+
+# ---------------------------------------------------------------------------
+# The screen's sampled lower bound never drops a row near the top
+# ---------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fast=hnp.arrays(
+        np.float32,
+        st.integers(2, 3000),
+        elements=st.sampled_from([-0.5, 0.0, 0.1, 0.10001, 0.3, 0.9, 0.90003, 1.0]),
+    ),
+    k=st.integers(1, 40),
+)
+def test_the_screen_keeps_exactly_the_rows_near_the_k_th_score(fast, k):
+    near = rows_near_the_top(fast, k, 384)
+    if k >= fast.size:
+        assert near is None
+        return
+    kth = np.sort(fast)[::-1][k - 1]
+    expected = np.flatnonzero(fast >= kth - 2 * rounding_tolerance(384))
+    if near is None:
+        assert expected.size > fast.size // 8  # gave up only when screening saves nothing
+    else:
+        np.testing.assert_array_equal(near, expected)

@@ -1,4 +1,4 @@
-"""raglab.viz: projections deterministic and sign-fixed, the marks right, figures drawn (Agg)."""
+"""raglab.viz: the marks right, figures drawn (Agg); projections in test_projection.py."""
 
 from __future__ import annotations
 
@@ -21,58 +21,14 @@ def cloud(n: int = 60, dim: int = 16, seed: int = 0) -> np.ndarray:
     return normalise(centres[np.arange(n) % 3] + rng.normal(size=(n, dim)))
 
 
-# --- PCA ------------------------------------------------------------------------------------
+# --- projections (tested in test_projection.py) ---------------------------------------------
 
 
-def test_pca_of_points_on_a_line_keeps_all_the_variance_on_pc1():
-    p = viz.fit_pca([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]])
-    assert p.explained[0] == pytest.approx(1.0) and p.explained[1] == pytest.approx(0.0)
-    np.testing.assert_allclose(p.transform([[4.0, 2.0]]), [[np.sqrt(5), 0.0]], atol=1e-12)
+def test_the_projections_stay_importable_from_viz():
+    from raglab import projection
 
-
-def test_pca_matches_scikit_learn_up_to_sign():
-    from sklearn.decomposition import PCA
-
-    x = cloud()
-    ours = viz.fit_pca(x).transform(x)
-    theirs = PCA(n_components=2).fit_transform(x)
-    for i in range(2):
-        sign = np.sign(ours[0, i] * theirs[0, i])
-        np.testing.assert_allclose(ours[:, i], sign * theirs[:, i], atol=1e-5)
-    assert viz.fit_pca(x).explained == pytest.approx(
-        tuple(PCA(n_components=2).fit(x).explained_variance_ratio_), abs=1e-6
-    )
-
-
-def test_pca_is_deterministic_and_its_sign_does_not_follow_the_data_sign():
-    x = cloud()
-    first, again = viz.fit_pca(x), viz.fit_pca(x.copy())
-    assert np.array_equal(first.transform(x), again.transform(x))
-    # The rule: each axis's largest loading is positive, whatever the SVD returned.
-    for axis in first.axes:
-        assert axis[np.argmax(np.abs(axis))] > 0
-    # Flipping a coordinate of every vector gives a mirror image, never a random flip.
-    flipped = x.copy()
-    flipped[:, 0] *= -1
-    np.testing.assert_allclose(
-        np.abs(viz.fit_pca(flipped).transform(flipped)), np.abs(first.transform(x)), atol=1e-9
-    )
-
-
-def test_pca_refuses_too_few_rows():
-    with pytest.raises(ValueError, match="at least 2 rows"):
-        viz.fit_pca([[1.0, 2.0]])
-
-
-def test_tsne_properties_only():
-    x = cloud(n=45)
-    xy = viz.tsne_2d(x, seed=0)
-    assert xy.shape == (45, 2) and np.isfinite(xy).all()
-    assert np.array_equal(xy, viz.tsne_2d(x, seed=0))  # seeded: the same run twice
-    # The three groups stay apart: each point's nearest neighbour on the map is in its group.
-    d = np.linalg.norm(xy[:, None] - xy[None], axis=2)
-    np.fill_diagonal(d, np.inf)
-    assert (np.argmin(d, axis=1) % 3 == np.arange(45) % 3).mean() > 0.9
+    assert viz.fit_pca is projection.fit_pca and viz.tsne_2d is projection.tsne_2d
+    assert viz.Projection is projection.Projection
 
 
 # --- the retrieval map's marks ---------------------------------------------------------------
