@@ -54,6 +54,7 @@ DPI = 100
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
 QUESTION_COLOUR = "black"  # reserved for the question
 HIDDEN_COLOUR = "#b0b0b0"  # reserved for what access hides
+LEAK_COLOUR = "#d62728"  # reserved for a chunk retrieved that the asker may not read
 
 
 # --- what a retrieval map shows, as data -------------------------------------------------------
@@ -86,6 +87,11 @@ class RetrievalMap:
         return np.array([r for r in self.near if r not in set(self.top.tolist())], dtype=np.int64)
 
     @property
+    def leaked(self) -> np.ndarray:
+        """Retrieved rows the asker may not read: only when the filter came after scoring."""
+        return self.top[~self.readable[self.top]]
+
+    @property
     def agreement(self) -> int:
         """How many of the true top-k are also among the k nearest on the map."""
         return len(set(self.top.tolist()) & set(self.near.tolist()))
@@ -100,11 +106,14 @@ def retrieval_map(
     readable: ArrayLike | None = None,
     projection: Projection | None = None,
     labels: Sequence[str] = (),
+    filter_first: bool = True,
 ) -> RetrievalMap:
     """Project chunks and a question to 2D and find what to mark.
 
     Access comes first: only `readable` rows are scored (cosine, full dimension) and
     only they can be "near on the map". `projection` defaults to PCA fitted on `vectors`.
+    `filter_first=False` draws the mistake instead: top-k over every row, so the rings
+    can land on chunks the asker may not read (`RetrievalMap.leaked`).
     """
     rows = np.asarray(vectors, dtype=np.float32)
     n = rows.shape[0]
@@ -118,9 +127,10 @@ def retrieval_map(
     star = projection.transform(np.asarray(query, dtype=np.float32)[None, :])[0]
     eligible = np.flatnonzero(allowed)
     top, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    if eligible.size:
-        picked, scores = top_k(query, rows[eligible], k)  # filter first, then score
-        top = eligible[picked]
+    scored = eligible if filter_first else np.arange(n)
+    if scored.size:
+        picked, scores = top_k(query, rows[scored], k)
+        top = scored[picked]
     return RetrievalMap(
         xy=xy,
         categories=tuple(categories),
@@ -203,7 +213,16 @@ def plot_retrieval_map(m: RetrievalMap, *, title: str = "", limits: Limits | Non
             facecolors="none",
             edgecolors=HIDDEN_COLOUR,
             linewidths=0.8,
-            label="hidden by access (filtered before scoring)",
+            label="hidden by access: the asker may not read it",
+        )
+    if m.leaked.size:
+        ax.scatter(
+            *m.xy[m.leaked].T,
+            s=80,
+            marker="x",
+            color=LEAK_COLOUR,
+            zorder=4,
+            label="leaked: retrieved, not readable",
         )
     if m.near_not_top.size:
         ax.scatter(

@@ -48,6 +48,23 @@ def test_top_k_is_computed_in_full_dimension_among_readable_rows_only():
     assert m.readable.tolist() == readable.tolist()
 
 
+def test_filtering_after_scoring_is_drawn_as_a_leak():
+    x = cloud()
+    query = x[0] + 0.01
+    readable = np.arange(len(x)) % 2 == 1  # row 0, the question's twin, is hidden
+    first = viz.retrieval_map(x, query, 4, categories=["a"] * len(x), readable=readable)
+    late = viz.retrieval_map(
+        x, query, 4, categories=["a"] * len(x), readable=readable, filter_first=False
+    )
+    scores = normalise(x) @ normalise(query)
+    assert late.top.tolist() == np.argsort(-scores, kind="stable")[:4].tolist()
+    assert late.leaked.tolist() == [r for r in late.top if not readable[r]]
+    assert 0 in late.leaked and first.leaked.size == 0
+    fig = drawn(viz.plot_retrieval_map(late))
+    crosses = [c for c in fig.axes[0].collections if c.get_label().startswith("leaked")]
+    assert len(crosses) == 1 and len(crosses[0].get_offsets()) == late.leaked.size
+
+
 def test_near_not_top_lists_map_neighbours_that_were_not_retrieved():
     # Points placed by hand: the question points along the 4th axis, which the map drops.
     # Row 1 is its true top-1 (the only row with a 4th coordinate) but lies far out on the
