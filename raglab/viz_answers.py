@@ -222,7 +222,7 @@ class SentencesView:
         return {"text/html": sentences_html(self.report), "text/plain": sentences_text(self.report)}
 
 
-def plot_sentences(reports: dict[str, FaithfulnessReport], *, width: int = 70) -> Any:
+def plot_sentences(reports: dict[str, FaithfulnessReport], *, width: int = 85) -> Any:
     """A static figure of several answers: each sentence boxed, ✓ in a solid blue frame or
     ✗ in a dashed vermillion one with the reason below it.
 
