@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglab.abstention import FEATURES, AbstentionRule
 from raglab.citations import parse_citations, verify_citations
 from raglab.extractive import (
     ExtractiveGenerator,
@@ -193,13 +194,17 @@ def test_abstains_when_only_a_minor_word_matches():
     assert ask("Can I bring my dog to the office?", [hit(VPN, "it/vpn.md")]) == ABSTENTION
 
 
-def test_min_support_is_the_abstention_threshold():
+ALWAYS = AbstentionRule("words", (0.0,) * len(FEATURES), 10.0, 0.5)
+"""A rule that answers whatever the evidence: p = sigmoid(10) > 0.5."""
+
+
+def test_min_support_is_a_floor_on_word_support_besides_the_rule():
     hits = [hit(VPN, "it/vpn.md")]
     question = "Does the VPN work on my tablet?"  # "vpn" found, "tablet" and "work" not
-    best = ExtractiveGenerator().rank(build_prompt(question, hits))[0].support
+    best = max(e.support for e in ExtractiveGenerator().rank(build_prompt(question, hits)))
     assert 0 < best < 1
-    assert ask(question, hits, min_support=best) != ABSTENTION
-    assert ask(question, hits, min_support=min(1.0, best + 0.01)) == ABSTENTION
+    assert ask(question, hits, rule=ALWAYS, min_support=best) != ABSTENTION
+    assert ask(question, hits, rule=ALWAYS, min_support=best + 0.01) == ABSTENTION
 
 
 def test_deterministic_across_runs_and_instances():
