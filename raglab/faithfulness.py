@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raglab.citations import parse_citations
-from raglab.extractive import content_stems
+from raglab.evidence import content_stems
 from raglab.generation import is_abstention
 from raglab.records import Hit
 from raglab.validation import check_number

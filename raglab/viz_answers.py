@@ -1,7 +1,7 @@
 """Pictures of the answer side: the context budget, the abstention trade-off, faithfulness.
 
-What is drawn is computed first, as plain data, and tested (`AbstentionCurve`,
-`sentences_html`); the drawing functions only draw it, in the style of `raglab.viz`
+What is drawn is computed first, as plain data, and tested (the answerer's
+`precision_abstention_curve`, `sentences_html`); the drawing functions only draw it, in the style of `raglab.viz`
 (white, 7 × 4.5 in, Okabe & Ito's colour-blind-safe palette, PNG via `viz.show`).
 Supported and unsupported sentences differ by mark (✓ / ✗) and line style as well as by
 colour. matplotlib is imported inside the functions that draw.
@@ -17,13 +17,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from raglab.abstention import CurvePoint
 from raglab.faithfulness import FaithfulnessReport
 from raglab.viz import OKABE_ITO, _figure
 
 __all__ = [
-    "AbstentionCurve",
     "SentencesView",
-    "abstention_curve",
     "plot_abstention_curve",
     "plot_budget",
     "plot_sentences",
@@ -78,105 +77,53 @@ def plot_budget(
 # --- the abstention trade-off ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class AbstentionCurve:
-    """What answering only when `confidence >= threshold` does, for every threshold.
+def plot_abstention_curve(curve: Sequence[CurvePoint], now: CurvePoint, *, title: str = "") -> Any:
+    """What moving the answerer's threshold does, with the threshold `now` marked.
 
-    `thresholds` ascending; at each: `abstained`, the share of all questions declined;
-    `precision`, the share of the answers given that are right (nan when none is given);
-    `coverage`, the share of answerable questions answered right; `refused`, the share of
-    unanswerable questions declined.
+    `curve`: `raglab.precision_abstention_curve` over a grid of thresholds; `now`: the
+    same at one threshold (e.g. the rule's). Left: the shares against the threshold —
+    a higher threshold declines more, so the answers given are more often right and more
+    unanswerable questions are refused, but fewer answerable ones are answered. Right:
+    precision against the share of questions declined, the trade-off in one line.
     """
-
-    thresholds: np.ndarray
-    abstained: np.ndarray
-    precision: np.ndarray
-    coverage: np.ndarray
-    refused: np.ndarray
-
-    def at(self, threshold: float) -> dict[str, float]:
-        """The four shares when answering only at `confidence >= threshold`."""
-        i = int(np.searchsorted(self.thresholds, threshold, side="left"))
-        i = min(i, len(self.thresholds) - 1)
-        return {
-            "abstained": float(self.abstained[i]),
-            "precision": float(self.precision[i]),
-            "coverage": float(self.coverage[i]),
-            "refused": float(self.refused[i]),
-        }
-
-
-def abstention_curve(
-    confidence: ArrayLike, correct: ArrayLike, answerable: ArrayLike
-) -> AbstentionCurve:
-    """The trade-off of every threshold on `confidence`.
-
-    One entry per question: `confidence`, the score an abstention rule compares with its
-    threshold; `correct`, whether the answer given would be right (always False for an
-    unanswerable question); `answerable`, whether the sources hold an answer. The
-    thresholds are the distinct confidences plus one above them all (answer nothing).
-
-    >>> c = abstention_curve([0.9, 0.2, 0.6], [True, False, False], [True, False, True])
-    >>> c.thresholds.tolist(), c.precision.round(2).tolist()
-    ([0.2, 0.6, 0.9, inf], [0.33, 0.5, 1.0, nan])
-    """
-    conf = np.asarray(confidence, dtype=np.float64)
-    right = np.asarray(correct, dtype=bool)
-    has_answer = np.asarray(answerable, dtype=bool)
-    if not conf.shape == right.shape == has_answer.shape or conf.ndim != 1:
-        raise ValueError(
-            "confidence, correct and answerable must be 1-D and of one length "
-            f"(got {conf.shape}, {right.shape}, {has_answer.shape})"
-        )
-    if np.any(right & ~has_answer):
-        raise ValueError("correct must be False for every unanswerable question")
-    thresholds = np.append(np.unique(conf), np.inf)
-    answered = conf[None, :] >= thresholds[:, None]  # (thresholds, questions)
-    given = answered.sum(axis=1)
-    hits = (answered & right).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(given > 0, hits / np.maximum(given, 1), np.nan)
-    n_answerable, n_unanswerable = has_answer.sum(), (~has_answer).sum()
-    return AbstentionCurve(
-        thresholds=thresholds,
-        abstained=1 - given / max(len(conf), 1),
-        precision=precision,
-        coverage=hits / max(n_answerable, 1),
-        refused=(~answered & ~has_answer).sum(axis=1) / max(n_unanswerable, 1),
-    )
-
-
-def plot_abstention_curve(curve: AbstentionCurve, threshold: float, *, title: str = "") -> Any:
-    """The three shares against the threshold, with the chosen threshold marked.
-
-    Moving the threshold right declines more questions: the answers given get more
-    precise and more unanswerable questions are refused, but fewer answerable ones
-    are answered.
-    """
-    fig, ax = _figure()
-    x = curve.thresholds[:-1]  # the last threshold (inf) answers nothing: not drawable
+    if not curve:
+        raise ValueError("curve must hold at least one point")
+    fig, (left, right) = _figure(2)
+    x = [p.threshold for p in curve]
     lines = (
-        ("precision of the answers given", curve.precision, OKABE_ITO[3], "-"),
-        ("answerable questions answered right", curve.coverage, OKABE_ITO[2], "--"),
-        ("unanswerable questions declined", curve.refused, OKABE_ITO[4], ":"),
+        ("precision of the answers given", "precision", OKABE_ITO[3], "-", "o"),
+        ("answerable, answered right", "answered_correctly", OKABE_ITO[2], "--", "^"),
+        ("unanswerable, declined", "abstention_on_unanswerable", OKABE_ITO[4], ":", "s"),
     )
-    now = curve.at(threshold)
-    for label, values, colour, style in lines:
-        ax.step(x, values[:-1], where="post", color=colour, ls=style, lw=2, label=label)
-    ax.axvline(threshold, color="black", lw=1.2)
-    for key, colour in (("precision", OKABE_ITO[3]), ("coverage", OKABE_ITO[2])):
-        ax.plot([threshold], [now[key]], "o", color=colour, ms=7)
-    ax.plot([threshold], [now["refused"]], "s", color=OKABE_ITO[4], ms=7)
-    ax.set_xlabel("threshold on the confidence (answer when confidence >= threshold)")
-    ax.set_ylabel("share")
-    ax.set_ylim(-0.02, 1.05)
-    ax.legend(loc="lower left", fontsize=8)
+    for label, name, colour, style, marker in lines:
+        y = [_share(getattr(p, name)) for p in curve]
+        left.plot(x, y, color=colour, ls=style, lw=2, label=label)
+        left.plot([now.threshold], [_share(getattr(now, name))], marker, color=colour, ms=8)
+    left.axvline(now.threshold, color="black", lw=1)
+    left.set_xlabel("threshold (answer when probability >= it)")
+    left.set_ylabel("share")
+    left.set_ylim(-0.02, 1.05)
+    left.legend(loc="lower left", fontsize=7)
+    declined = [1 - p.answered for p in curve]
+    right.plot(declined, [_share(p.precision) for p in curve], color=OKABE_ITO[3], lw=2)
+    right.plot([1 - now.answered], [_share(now.precision)], "*", color="black", ms=14)
+    right.set_xlabel("share of all questions declined")
+    right.set_ylabel("precision of the answers given")
+    right.set_xlim(-0.02, 1.02)
+    right.set_ylim(-0.02, 1.05)
+    precision = "-" if now.precision is None else f"{now.precision:.2f}"
     summary = (
-        f"threshold {threshold:.2f}: precision {now['precision']:.2f}, "
-        f"answered right {now['coverage']:.2f}, declined {now['refused']:.2f} of unanswerable"
+        f"threshold {now.threshold:.2f}: precision {precision}, answerable answered right "
+        f"{now.answered_correctly:.2f}, unanswerable declined "
+        f"{_share(now.abstention_on_unanswerable):.2f}"
     )
-    ax.set_title(f"{title}\n{summary}" if title else summary, fontsize=10)
+    fig.suptitle(f"{title}\n{summary}" if title else summary, fontsize=10)
     return fig
+
+
+def _share(value: float | None) -> float:
+    """A share for plotting: None (nothing to measure) becomes a gap in the line."""
+    return float("nan") if value is None else value
 
 
 # --- faithfulness, sentence by sentence -----------------------------------------------------

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import html
 import itertools
+import math
 import re
 import uuid
 
+import numpy as np
 import pytest
 
 from raglab.citations import parse_citations
 from raglab.prompting import fold
 from raglab.records import content_hash
 from raglab.workbook import checks
-from raglab.workbook.checks.generation import layout, reference_delimit, reference_markers
+from raglab.workbook.checks.generation import (
+    layout,
+    reference_decide,
+    reference_delimit,
+    reference_markers,
+)
 
 pytestmark = pytest.mark.usefixtures("references_reachable")
 
@@ -197,3 +204,82 @@ def test_verify_markers_passes_on_the_reference():
 def test_verify_markers_fails_on_plausible_wrong_code(wrong, case):
     result = checks.check_verify_markers(wrong)
     assert not result.passed and result.case == case
+
+
+# --- decide ---------------------------------------------------------------------------------------
+
+
+def z_of(features, weights, intercept):
+    return intercept + sum(w * x for w, x in zip(features, weights))
+
+
+def decide_right(features, weights, intercept, threshold):
+    if len(features) != len(weights):
+        raise ValueError("lengths")
+    p = 1 / (1 + math.exp(-z_of(features, weights, intercept)))
+    return p, p >= threshold
+
+
+def decide_numpy(features, weights, intercept, threshold):
+    """Another correct version: numpy throughout (a numpy bool is a fine answer)."""
+    f, w = np.asarray(features, float), np.asarray(weights, float)
+    if f.shape != w.shape:
+        raise ValueError("lengths")
+    p = 1 / (1 + np.exp(-(intercept + f @ w)))
+    return float(p), p >= threshold
+
+
+def decide_strict(features, weights, intercept, threshold):
+    p, _ = decide_right(features, weights, intercept, threshold)
+    return p, p > threshold
+
+
+def decide_on_z(features, weights, intercept, threshold):
+    """No sigmoid: the raw score compared with a probability threshold."""
+    z = z_of(features, weights, intercept)
+    return z, z >= threshold
+
+
+def decide_no_intercept(features, weights, intercept, threshold):
+    return decide_right(features, weights, 0.0, threshold)
+
+
+def decide_sign_flipped(features, weights, intercept, threshold):
+    p, _ = decide_right(features, weights, intercept, threshold)
+    return 1 - p, 1 - p >= threshold
+
+
+def decide_zip_silently(features, weights, intercept, threshold):
+    """zip() stops at the shorter list: a missing weight goes unnoticed."""
+    p = 1 / (1 + math.exp(-z_of(features, weights, intercept)))
+    return p, p >= threshold
+
+
+def decide_declines_everything(features, weights, intercept, threshold):
+    p, _ = decide_right(features, weights, intercept, threshold)
+    return p, False
+
+
+def test_decide_passes_on_the_reference_and_on_other_correct_versions():
+    assert checks.check_decide(reference_decide).passed
+    assert checks.check_decide(decide_right).passed
+    assert checks.check_decide(decide_numpy).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "case", "why"),
+    [
+        (stub, "not implemented", None),
+        (decide_strict, "equal to the threshold answers", ">=, not >"),
+        (decide_on_z, "no evidence either way: one half", "that is z itself"),
+        (decide_no_intercept, "the intercept counts", "should be"),
+        (decide_sign_flipped, "the intercept counts", "should be"),
+        (decide_zip_silently, "features and weights of different lengths", None),
+        (decide_declines_everything, "no evidence either way: one half", "the answer is True"),
+    ],
+)
+def test_decide_fails_on_plausible_wrong_code(wrong, case, why, capsys):
+    result = checks.check_decide(wrong)
+    assert not result.passed and result.case == case
+    if why:
+        assert why in capsys.readouterr().out

@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from raglab import viz_answers
+from raglab.abstention import CurvePoint
 from raglab.faithfulness import FaithfulnessReport, SentenceCheck
 
 # --- the budget --------------------------------------------------------------------------------
@@ -37,50 +38,27 @@ def test_plot_budget_refuses_a_table_of_the_wrong_shape():
 # --- the abstention trade-off -------------------------------------------------------------------
 
 
-def test_abstention_curve_by_hand():
-    # Two answerable (one answered right with confidence 0.9), one unanswerable (0.2).
-    curve = viz_answers.abstention_curve([0.9, 0.2, 0.6], [True, False, False], [True, False, True])
-    assert curve.thresholds.tolist() == [0.2, 0.6, 0.9, np.inf]
-    np.testing.assert_allclose(curve.abstained, [0, 1 / 3, 2 / 3, 1])
-    np.testing.assert_allclose(curve.precision[:3], [1 / 3, 1 / 2, 1])
-    assert np.isnan(curve.precision[3])  # nothing answered: no precision
-    np.testing.assert_allclose(curve.coverage, [0.5, 0.5, 0.5, 0])
-    np.testing.assert_allclose(curve.refused, [0, 1, 1, 1])
-    assert (
-        curve.at(0.5)
-        == curve.at(0.6)
-        == {
-            "abstained": pytest.approx(1 / 3),
-            "precision": 0.5,
-            "coverage": 0.5,
-            "refused": 1.0,
-        }
-    )
+def point(t: float, answered: float, precision: float | None) -> CurvePoint:
+    return CurvePoint(t, answered, precision, answered * 0.9, 1 - answered)
 
 
-def test_abstention_curve_is_monotone_where_it_must_be():
-    rng = np.random.default_rng(0)
-    conf = rng.random(50)
-    answerable = rng.random(50) < 0.7
-    correct = answerable & (rng.random(50) < conf)
-    curve = viz_answers.abstention_curve(conf, correct, answerable)
-    assert np.all(np.diff(curve.abstained) >= 0) and np.all(np.diff(curve.refused) >= 0)
-    assert np.all(np.diff(curve.coverage) <= 0)
+CURVE = [point(0.0, 1.0, 0.6), point(0.5, 0.5, 0.8), point(1.0, 0.0, None)]
 
 
-def test_abstention_curve_refuses_inconsistent_labels():
-    with pytest.raises(ValueError, match="correct must be False for every unanswerable"):
-        viz_answers.abstention_curve([0.5], [True], [False])
-    with pytest.raises(ValueError, match="of one length"):
-        viz_answers.abstention_curve([0.5, 0.1], [True], [True])
+def test_plot_abstention_curve_draws_each_share_and_marks_the_threshold():
+    fig = viz_answers.plot_abstention_curve(CURVE, point(0.7, 0.4, 0.9), title="sample")
+    left, right = fig.axes
+    precision = next(line for line in left.get_lines() if line.get_label().startswith("precision"))
+    np.testing.assert_allclose(precision.get_ydata(), [0.6, 0.8, np.nan])  # None: a gap
+    assert any(list(line.get_xdata()) == [0.7, 0.7] for line in left.get_lines())
+    star = [line for line in right.get_lines() if line.get_marker() == "*"]
+    assert len(star) == 1 and star[0].get_xydata().tolist() == [[pytest.approx(0.6), 0.9]]
+    assert "threshold 0.70: precision 0.90" in fig._suptitle.get_text()
 
 
-def test_plot_abstention_curve_marks_the_threshold_and_says_the_shares():
-    curve = viz_answers.abstention_curve([0.9, 0.2, 0.6], [True, False, False], [True, False, True])
-    fig = viz_answers.plot_abstention_curve(curve, 0.5, title="sample")
-    ax = fig.axes[0]
-    assert "threshold 0.50: precision 0.50" in ax.get_title()
-    assert any(list(line.get_xdata()) == [0.5, 0.5] for line in ax.get_lines())
+def test_plot_abstention_curve_refuses_an_empty_curve():
+    with pytest.raises(ValueError, match="curve must hold at least one point"):
+        viz_answers.plot_abstention_curve([], point(0.5, 0.5, 0.5))
 
 
 # --- faithfulness --------------------------------------------------------------------------------

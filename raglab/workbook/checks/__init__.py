@@ -65,6 +65,8 @@ REFERENCES: tuple[Callable, ...] = (
     generation.reference_delimit,
     generation.verify_citations,
     _parse_citations,
+    generation.reference_decide,
+    generation.AbstentionRule,
     generation.reference_markers,
 )
 

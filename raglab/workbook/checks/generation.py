@@ -1,4 +1,4 @@
-"""Checks for notebook 07: the prompt boundary and citations.
+"""Checks for notebook 07: the prompt boundary, citations and the abstention rule.
 
 - `delimit(question, texts) -> str`: the user message of a prompt — each text in its own
   block, `<source-CODE id="n">`, text unchanged, `</source-CODE>`, blocks separated by a
@@ -11,16 +11,25 @@
   de-duplicated in order of first appearance, split into those that point at one of the
   `n_sources` retrieved sources and those that point at none
   (reference: `raglab.verify_citations`).
+- `decide(features, weights, intercept, threshold) -> (probability, answer)`: the
+  answerer's abstention rule, a logistic model: probability = 1 / (1 + exp(-z)) with
+  z = intercept + Σ weight · feature, and answer when probability >= threshold;
+  features and weights of different lengths are a ValueError
+  (reference: `raglab.AbstentionRule.probability` and `.answers`).
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from raglab import Chunk, Hit, verify_citations
+from raglab.abstention import FEATURES, AbstentionRule, AnswerFeatures
 from raglab.prompting import fold, make_boundary
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
@@ -38,7 +47,14 @@ from raglab.workbook.checks.core import (
     verdict,
 )
 
-__all__ = ["check_delimit", "check_verify_markers", "reference_delimit", "reference_markers"]
+__all__ = [
+    "check_decide",
+    "check_delimit",
+    "check_verify_markers",
+    "reference_decide",
+    "reference_delimit",
+    "reference_markers",
+]
 
 
 def _hits(texts: Sequence[str]) -> list[Hit]:
@@ -275,8 +291,96 @@ def check_verify_markers(fn: Callable[..., Any]) -> CheckResult:
     )
 
 
+# --- exercise 3: the abstention rule ----------------------------------------------------------
+
+
+def reference_decide(
+    features: Sequence[float], weights: Sequence[float], intercept: float, threshold: float
+) -> tuple[float, bool]:
+    """The engine's rule on plain numbers: (probability the answer is right, answer?).
+
+    >>> p, answer = reference_decide([1, 0, 0, 0, 0, 0], [2, 0, 0, 0, 0, 0], -1.0, 0.7)
+    >>> round(p, 4), answer
+    (0.7311, True)
+    """
+    if len(features) != len(weights):
+        raise ValueError(
+            f"features and weights must be of one length (got {len(features)} and {len(weights)})"
+        )
+    rule = AbstentionRule("exercise", tuple(weights), intercept, threshold)
+    found = AnswerFeatures(*features)
+    return rule.probability(found), rule.answers(found)
+
+
+def _judge_decide(case: Case, outcome: Outcome) -> str | None:
+    try:
+        probability, answer = outcome.value
+        probability = float(probability)
+    except (TypeError, ValueError):
+        return "expected a pair (probability, answer)"
+    want_p, want_answer = case.expected
+    if not math.isclose(probability, want_p, rel_tol=1e-9, abs_tol=1e-12):
+        features, weights, intercept, _ = case.args
+        z = intercept + sum(w * x for w, x in zip(weights, features))
+        if math.isclose(probability, z, abs_tol=1e-9):
+            return "that is z itself: the probability is 1 / (1 + exp(-z))"
+        return f"the probability should be {want_p:.6f} (z = {z:.4f}), got {probability:.6f}"
+    if not isinstance(answer, (bool, np.bool_)) or bool(answer) != want_answer:
+        threshold = case.args[3]
+        if math.isclose(want_p, threshold):
+            return "a probability equal to the threshold answers (>=, not >)"
+        return (
+            f"with probability {want_p:.4f} and threshold {threshold} the answer is {want_answer}"
+        )
+    return None
+
+
+def _decide_case(name: str, features, weights, intercept: float, threshold: float) -> Case:
+    args = (list(features), list(weights), intercept, threshold)
+    if len(features) != len(weights):
+        return Case(name, args, {}, ValueError)
+    return Case(name, args, {}, reference_decide(*args))
+
+
+_N = len(FEATURES)
+_ZERO = [0.0] * _N
+DECIDE_CASES = [
+    _decide_case("no evidence either way: one half", _ZERO, _ZERO, 0.0, 0.4),
+    _decide_case("equal to the threshold answers", _ZERO, _ZERO, 0.0, 0.5),
+    _decide_case("below the threshold declines", _ZERO, _ZERO, 0.0, 0.6),
+    _decide_case("the intercept counts", _ZERO, [1.0] * _N, -3.0, 0.5),
+    _decide_case("strong evidence", [0.9] * _N, [2.0] * _N, -1.0, 0.7),
+    _decide_case(
+        "a weight can count against", [1.0] + [0.0] * (_N - 1), [-4.0] + _ZERO[1:], 1.0, 0.5
+    ),
+    _decide_case("probability, not z", [0.3] + _ZERO[1:], [1.0] + _ZERO[1:], 0.0, 0.55),
+    _decide_case(
+        "features and weights of different lengths", [0.5] * _N, [1.0] * (_N - 1), 0.0, 0.5
+    ),
+]
+
+
+def random_decide_cases(n: int = RANDOM_CASES // 2, seed: int = SEED) -> list[Case]:
+    rng = random.Random(seed)
+    cases = []
+    for i in range(n):
+        features = [round(rng.uniform(0, 1), 3) for _ in range(_N)]
+        weights = [round(rng.uniform(-3, 3), 3) for _ in range(_N)]
+        intercept, threshold = round(rng.uniform(-3, 1), 3), round(rng.uniform(0.05, 0.95), 2)
+        cases.append(_decide_case(f"random evidence #{i}", features, weights, intercept, threshold))
+    return cases
+
+
+def check_decide(fn: Callable[..., Any]) -> CheckResult:
+    """Check a learner's `decide(features, weights, intercept, threshold) -> (p, answer)`."""
+    random_cases = random_decide_cases()
+    summary = f"all {len(DECIDE_CASES)} cases and {len(random_cases)} random rules pass"
+    return run_cases("decide", "decide", fn, DECIDE_CASES + random_cases, _judge_decide, summary)
+
+
 # Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     "delimit": check_delimit,
     "verify_markers": check_verify_markers,
+    "decide": check_decide,
 }
