@@ -103,7 +103,6 @@ def plot_abstention_curve(curve: Sequence[CurvePoint], now: CurvePoint, *, title
     left.set_xlabel("threshold (answer when probability >= it)")
     left.set_ylabel("share")
     left.set_ylim(-0.02, 1.05)
-    left.legend(loc="lower left", fontsize=7)
     declined = [1 - p.answered for p in curve]
     right.plot(declined, [_share(p.precision) for p in curve], color=OKABE_ITO[3], lw=2)
     right.plot([1 - now.answered], [_share(now.precision)], "*", color="black", ms=14)
@@ -118,6 +117,7 @@ def plot_abstention_curve(curve: Sequence[CurvePoint], now: CurvePoint, *, title
         f"{_share(now.abstention_on_unanswerable):.2f}"
     )
     fig.suptitle(f"{title}\n{summary}" if title else summary, fontsize=10)
+    fig.legend(loc="outside lower center", ncols=3, fontsize=8)  # below both panels: covers no line
     return fig
 
 
