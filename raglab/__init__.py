@@ -8,8 +8,18 @@ Heavy libraries (scikit-learn, matplotlib, ipywidgets) load only inside the func
 use them, so `import raglab` stays quick.
 """
 
+from raglab.abstention import (
+    AbstentionRule,
+    AnswerFeatures,
+    CurvePoint,
+    Example,
+    fit_rule,
+    load_rule,
+    precision_abstention_curve,
+)
 from raglab.access import can_read, eligible_rows
 from raglab.bm25 import BM25, tokenize
+from raglab.calibration import collect_examples, split_questions
 from raglab.chunking import Chunker, chunk
 from raglab.citations import CitationReport, parse_citations, verify_citations
 from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
@@ -23,7 +33,8 @@ from raglab.evaluation import (
     ndcg_at_k,
     recall_at_k,
 )
-from raglab.extractive import ExtractiveGenerator
+from raglab.evidence import Evidence
+from raglab.extractive import Decision, ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
 from raglab.indexing import sync
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
@@ -49,18 +60,24 @@ __all__ = [
     "ABSTENTION",
     "BM25",
     "METHODS",
+    "AbstentionRule",
     "Answer",
+    "AnswerFeatures",
     "Chunk",
     "Chunker",
     "Citation",
     "CitationReport",
     "CorpusError",
+    "CurvePoint",
+    "Decision",
     "DimensionMismatch",
     "Document",
     "DocumentError",
     "Embedder",
     "EmbedderMismatch",
     "EvalReport",
+    "Evidence",
+    "Example",
     "ExtractiveGenerator",
     "GenerationError",
     "Generator",
@@ -82,23 +99,28 @@ __all__ = [
     "build_prompt",
     "can_read",
     "chunk",
+    "collect_examples",
     "cosine",
     "eligible_rows",
     "embedder",
     "evaluate",
+    "fit_rule",
     "hit_rate_at_k",
     "is_abstention",
     "load_file",
     "load_folder",
     "load_questions",
+    "load_rule",
     "mrr",
     "ndcg_at_k",
     "normalise",
     "parse_citations",
+    "precision_abstention_curve",
     "recall_at_k",
     "reciprocal_rank_fusion",
     "sample_corpus",
     "sample_questions",
+    "split_questions",
     "sync",
     "tokenize",
     "top_k",

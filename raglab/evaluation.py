@@ -299,7 +299,9 @@ class QuestionResult:
     unanswerable, or has no relevant document). `ranked_doc_ids` are the first max(k, 10)
     distinct documents of the search, each at its best chunk's rank; `rr` is cut at k;
     `leaked` the question's `leak_docs` that reached the search results or the answer.
-    `answer`, `abstained` and `citations_verified` are None when no answer was generated.
+    `answer`, `abstained`, `citations_verified` and `cited_relevant` are None when no
+    answer was generated; `cited_relevant` is True when the answer (not an abstention)
+    cites at least one of the question's relevant documents.
     """
 
     question: Question
@@ -312,6 +314,7 @@ class QuestionResult:
     leaked: tuple[str, ...]
     citations_verified: bool | None
     answer: Answer | None
+    cited_relevant: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +325,10 @@ class EvalReport:
     only the answerable questions with relevant documents. `recall_at_k_by_kind` holds (kind,
     mean recall@k) pairs, sorted by kind, for the scored questions that have a kind.
     `answered` is False when no answer was generated (retrieval only): the answer metrics
-    (abstention, false abstention, citations verified) are then None, and left out of
-    `as_dict` and the table.
+    (abstention, false abstention, citations verified, answered with a relevant citation)
+    are then None, and left out of `as_dict` and the table. `answered_with_relevant_citation`:
+    the share of answerable questions answered with a citation to a relevant document —
+    an answer that cites only the wrong documents does not count.
     """
 
     questions: int
@@ -343,6 +348,7 @@ class EvalReport:
     recall_at_k_by_kind: tuple[tuple[str, float], ...]
     per_question: tuple[QuestionResult, ...]
     answered: bool = True
+    answered_with_relevant_citation: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as plain JSON-ready values (per_question left out), in a fixed order."""
@@ -357,6 +363,7 @@ class EvalReport:
             "hit_rate@k": self.hit_rate_at_k,
             "abstention_on_unanswerable": self.abstention_on_unanswerable,
             "false_abstention": self.false_abstention,
+            "answered_with_relevant_citation": self.answered_with_relevant_citation,
             "leaks": self.leaks,
             "citations_verified": self.citations_verified,
             "retriever": self.retriever,
@@ -369,7 +376,12 @@ class EvalReport:
         return summary
 
 
-ANSWER_METRICS = ("abstention_on_unanswerable", "false_abstention", "citations_verified")
+ANSWER_METRICS = (
+    "abstention_on_unanswerable",
+    "false_abstention",
+    "answered_with_relevant_citation",
+    "citations_verified",
+)
 """The report's figures that need a generated answer (left out when retrieval only)."""
 
 
@@ -438,7 +450,14 @@ def _score_question(
         leaked=_leaked(question, ranked, reply),
         citations_verified=None if reply is None else reply.verified,
         answer=reply,
+        cited_relevant=None if reply is None else _cites_relevant(reply, relevant),
     )
+
+
+def _cites_relevant(answer: Answer, relevant: Sequence[str]) -> bool:
+    """True when `answer` answers (no abstention) and cites a document in `relevant`."""
+    cited = _doc_ids(citation.hit for citation in answer.citations)
+    return not answer.abstained and any(doc in relevant for doc in cited)
 
 
 def _share(flags: Sequence[bool | None]) -> float | None:
@@ -473,6 +492,9 @@ def _summarise(
             [r.abstained for r in answered if not r.question.answerable]
         ),
         false_abstention=_share([r.abstained for r in answered if r.question.answerable]),
+        answered_with_relevant_citation=_share(
+            [r.cited_relevant for r in answered if r.question.answerable]
+        ),
         leaks=sum(len(r.leaked) for r in results),
         citations_verified=_share([r.citations_verified for r in answered if not r.abstained]),
         retriever=retriever,
@@ -537,6 +559,7 @@ def format_table(report: EvalReport) -> str:
         (f"hit_rate@{k}", _cell(report.hit_rate_at_k)),
         ("abstention_on_unanswerable", _cell(report.abstention_on_unanswerable)),
         ("false_abstention", _cell(report.false_abstention)),
+        ("answered_with_relevant_citation", _cell(report.answered_with_relevant_citation)),
         ("citations_verified", _cell(report.citations_verified)),
         ("leaks", _cell(report.leaks)),
     ]

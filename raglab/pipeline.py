@@ -154,6 +154,14 @@ def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
     return QdrantStore, {"url": qdrant_url}
 
 
+def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder | None:
+    """The embedder the answerer scores sentences with: the one the question was embedded by.
+
+    For LSA that is the fit on the principal's tenant; None when the tenant has no chunks.
+    """
+    return index.retriever(method).embedder_for(principal.tenant)
+
+
 def ask(
     question: str,
     index: Index,
@@ -167,6 +175,8 @@ def ask(
     """Answer `question` for `principal` from `index`, with verified citations.
 
     `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieval`).
+    Without a `generator`, the offline `ExtractiveGenerator` answers, scoring sentences
+    with the index's own embedder (`answer_embedder`).
 
     The answer's `[n]` markers are checked against what was retrieved for this question:
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
@@ -175,7 +185,9 @@ def ask(
         raise ValueError("question must not be empty")
     hits = index.search(question, principal, k=k, method=method)
     prompt = build_prompt(question, hits, max_chars=max_chars)
-    text = (generator or ExtractiveGenerator()).generate(prompt)
+    if generator is None:
+        generator = ExtractiveGenerator(embedder=answer_embedder(index, principal, method))
+    text = generator.generate(prompt)
     report = verify_citations(text, prompt.sources)
     return Answer(
         text=text,

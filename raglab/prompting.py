@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from raglab.records import Hit, content_hash
+from raglab.tokens import TokenCount
 from raglab.validation import check_int
 
 ABSTENTION = "I can't answer that from the provided sources."
@@ -130,8 +131,8 @@ def source_block(n: int, hit: Hit, boundary: str) -> str:
 class Prompt:
     """What a generator receives: the question, the sources that fit, and the two messages.
 
-    Source `[n]` is `sources[n - 1]`: the hits in rank order, cut to the budget (see
-    `build_prompt`). Generators read `system` and `user`; the extractive generator reads
+    Source `[n]` is `sources[n - 1]`: the hits that fit the budget, in prompt order (rank
+    order unless `build_prompt` was asked for another). Generators read `system` and `user`; the extractive generator reads
     `question` and `sources` directly, which hold the same text. `boundary` is the code in
     the tags of this prompt's source blocks.
     """
@@ -166,35 +167,101 @@ def fit_budget(hits: Sequence[Hit], max_chars: int) -> tuple[Hit, ...]:
     >>> [(h.chunk.doc_id, h.chunk.end) for h in fit_budget([long, short], 4)]
     [('a.md', 4)]
     """
-    max_chars = check_int("max_chars", max_chars, minimum=1)
+    return _fit(hits, check_int("max_chars", max_chars, minimum=1), len)
+
+
+def fit_token_budget(
+    hits: Sequence[Hit], max_tokens: int, count_tokens: TokenCount
+) -> tuple[Hit, ...]:
+    """The hits, in rank order, whose texts fit together in `max_tokens` tokens.
+
+    The same rule as `fit_budget`, counted by `count_tokens` (see `raglab.tokens`: each
+    model family counts differently). The best chunks are kept whole, the rest dropped; a
+    first hit longer than the budget keeps its longest beginning that fits.
+
+    >>> from raglab.records import Chunk
+    >>> hits = [Hit(Chunk(f"{d}.md", 0, "one two three", 0, 13), 1.0) for d in "ab"]
+    >>> words = lambda text: len(text.split())
+    >>> [h.chunk.text for h in fit_token_budget(hits, 5, words)]
+    ['one two three']
+    >>> [h.chunk.text for h in fit_token_budget(hits, 2, words)]
+    ['one two ']
+    """
+    return _fit(hits, check_int("max_tokens", max_tokens, minimum=1), count_tokens)
+
+
+def _fit(hits: Sequence[Hit], limit: int, count: TokenCount) -> tuple[Hit, ...]:
+    """The longest prefix of `hits` whose texts `count` to at most `limit` together."""
     kept: list[Hit] = []
     used = 0
     for hit in hits:
-        size = len(hit.chunk.text)
-        if used + size > max_chars:
+        size = count(hit.chunk.text)
+        if used + size > limit:
             if not kept:  # the first source alone is too long: keep its beginning
-                kept.append(truncate(hit, max_chars))
+                kept.append(truncate(hit, limit, count))
             break
         kept.append(hit)
         used += size
     return tuple(kept)
 
 
-def truncate(hit: Hit, max_chars: int) -> Hit:
-    """`hit` with its chunk cut to the first `max_chars` characters (offsets kept true)."""
+def truncate(hit: Hit, limit: int, count: TokenCount = len) -> Hit:
+    """`hit` with its chunk cut to its longest beginning that `count`s to at most `limit`.
+
+    With `count=len` that is the first `limit` characters. Found by bisection over the
+    cut's position, so a tokenizer runs about log2(len(text)) times. subtle: a token count
+    can fall when a word is cut (a half word may be one unknown token), so the prefix found
+    always fits but is not always the longest that would. Offsets stay true.
+    """
     chunk = hit.chunk
-    text = chunk.text[:max_chars]
+    fits, too_long = 0, len(chunk.text) + 1  # invariant: text[:fits] fits, text[:too_long] not
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if count(chunk.text[:middle]) <= limit:
+            fits = middle
+        else:
+            too_long = middle
+    text = chunk.text[:fits]
     return replace(hit, chunk=replace(chunk, text=text, end=chunk.start + len(text)))
 
 
+ORDERS = ("rank", "ends")
+
+
+def best_at_the_ends(hits: Sequence[Hit]) -> tuple[Hit, ...]:
+    """The hits reordered so the best sit first and last, the weakest in the middle.
+
+    Models use what is at the start and the end of a long context best, and miss what
+    sits in the middle ("Lost in the Middle", Liu et al., 2023). Ranks 1, 3, 5, ... go
+    from the front, ranks 2, 4, 6, ... from the back.
+
+    >>> from raglab.records import Chunk
+    >>> hits = [Hit(Chunk(f"r{r}.md", 0, "t", 0, 1), 1.0 / r) for r in range(1, 6)]
+    >>> [h.chunk.doc_id for h in best_at_the_ends(hits)]
+    ['r1.md', 'r3.md', 'r5.md', 'r4.md', 'r2.md']
+    """
+    return tuple(hits[0::2]) + tuple(reversed(hits[1::2]))
+
+
 def build_prompt(
-    question: str, hits: Sequence[Hit], *, max_chars: int = DEFAULT_MAX_CHARS
+    question: str,
+    hits: Sequence[Hit],
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_tokens: int | None = None,
+    count_tokens: TokenCount | None = None,
+    order: str = "rank",
 ) -> Prompt:
     """The prompt for `question` from ranked `hits`, within `max_chars` of source text.
 
     `max_chars` counts the characters of the chunks' own text (the budget is about
-    evidence; tags and instructions add a fixed amount). See `fit_budget` for which hits
-    make it in, and the module docstring for why source text cannot close its block.
+    evidence; tags and instructions add a fixed amount). `max_tokens`, when given, is a
+    second budget in tokens, counted by `count_tokens` (default: MiniLM's WordPiece,
+    `raglab.tokens.wordpiece_counter`). See `fit_budget` for which hits make it in, and
+    the module docstring for why source text cannot close its block.
+
+    `order`: "rank" numbers the sources best first; "ends" puts the best first and last
+    (`best_at_the_ends`). Either way source `[n]` is `sources[n - 1]`, in prompt order.
 
     >>> from raglab.records import Chunk
     >>> hit = Hit(Chunk("hr/leave.md", 0, "Staff get 25 days of leave.", 0, 27), 0.9)
@@ -210,7 +277,17 @@ def build_prompt(
     """
     if not question.strip():
         raise ValueError(f"question must not be empty (got question={question!r})")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)} (got order={order!r})")
     sources = fit_budget(hits, max_chars)
+    if max_tokens is not None:
+        if count_tokens is None:
+            from raglab.tokens import wordpiece_counter  # reads MiniLM's vocabulary once
+
+            count_tokens = wordpiece_counter()
+        sources = fit_token_budget(sources, max_tokens, count_tokens)
+    if order == "ends":
+        sources = best_at_the_ends(sources)
     code = make_boundary(question, sources)
     return Prompt(
         question, sources, system_message(code), user_message(question, sources, code), code

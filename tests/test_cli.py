@@ -251,7 +251,12 @@ def test_eval_retrieval_only_asks_for_no_answer_and_reports_no_answer_metrics(mo
     alone_seconds = min(alone_seconds, _eval_in_process(monkeypatch, capsys, "--retrieval-only")[2])
     full_seconds = min(full_seconds, _eval_in_process(monkeypatch, capsys)[2])
     assert (full_asked, alone_asked) == (full["questions"], 0)
-    answer_metrics = {"abstention_on_unanswerable", "false_abstention", "citations_verified"}
+    answer_metrics = {
+        "abstention_on_unanswerable",
+        "false_abstention",
+        "citations_verified",
+        "answered_with_relevant_citation",
+    }
     assert answer_metrics <= set(full) and not answer_metrics & set(alone)
     assert {key: full[key] for key in alone} == alone  # the retrieval figures are the same
     # Faster: no answer is generated (on the sample data about 2x end to end).

@@ -445,6 +445,22 @@ def test_runner_counts_abstentions_leaks_and_citations(report):
     assert report.citations_verified == 0.5  # of the answered q1 and q4, only q1 verifies
 
 
+def test_answered_with_relevant_citation_needs_an_answer_citing_a_relevant_document(report):
+    r1, r2, *_ = report.per_question
+    assert (r1.cited_relevant, r2.cited_relevant) == (True, False)  # q2 abstained
+    assert report.answered_with_relevant_citation == 0.5  # of the answerable q1 and q2
+    assert report.as_dict()["answered_with_relevant_citation"] == 0.5
+    assert "answered_with_relevant_citation    0.500" in format_table(report)
+
+
+def test_an_answer_citing_only_other_documents_is_not_answered_with_a_relevant_citation():
+    question = Question("q1", "?", relevant_docs=("a",), answerable=True)
+    wrong = Answer("No [1].", citations=(Citation(1, _hit("x")),), retrieved=(_hit("x"),))
+    report = evaluate([question], search=lambda q, d: [_hit("a")], answer=lambda q: wrong)
+    assert report.false_abstention == 0.0  # it answered ...
+    assert report.answered_with_relevant_citation == 0.0  # ... but from the wrong document
+
+
 def test_report_as_dict_has_the_contract_keys(report):
     d = report.as_dict()
     for key in (
@@ -558,8 +574,9 @@ def test_retrieval_only_generates_no_answer_and_reports_no_answer_metrics():
     assert (report.abstention_on_unanswerable, report.false_abstention) == (None, None)
     assert report.citations_verified is None
     d = report.as_dict()
-    for key in ("abstention_on_unanswerable", "false_abstention", "citations_verified"):
+    for key in evaluation.ANSWER_METRICS:
         assert key not in d and key not in format_table(report)
+    assert "answered_with_relevant_citation" in evaluation.ANSWER_METRICS
     # Retrieval figures are the same as with answers; leaks are those of the search alone.
     with_answers = evaluate(QUESTIONS, search=_search, answer=_answer, k=2, retriever="bm25")
     for key in ("recall@k", "mrr", "ndcg@10", "hit_rate@k", "recall@k_by_kind"):

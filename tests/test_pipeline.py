@@ -164,3 +164,29 @@ def test_an_index_fits_each_tenant_once_for_all_its_retrievers(monkeypatch):
     for method in ("dense", "hybrid", "dense"):
         index.search("How many vacation days do I get?", asker, method=method)
     assert fitted == ["acme"]
+
+
+def test_ask_answers_with_the_index_embedder_by_default(corpus_index):
+    from raglab.extractive import ExtractiveGenerator
+    from raglab.pipeline import answer_embedder
+    from raglab.prompting import build_prompt
+
+    who, question = Principal("u", "acme"), "Can I keep unused holiday days for next year?"
+    embedder = answer_embedder(corpus_index, who, "hybrid")
+    assert embedder is corpus_index.embedder  # hashing needs no fit
+    prompt = build_prompt(question, corpus_index.search(question, who))
+    expected = ExtractiveGenerator(embedder=embedder).generate(prompt)
+    assert ask(question, corpus_index, who).text == expected
+    # Words alone and the index's embedder weigh the evidence differently.
+    assert ExtractiveGenerator(embedder=embedder).rank(prompt) != ExtractiveGenerator().rank(prompt)
+
+
+def test_the_answerer_of_an_lsa_index_uses_the_tenant_fit(tmp_path):
+    from raglab.pipeline import answer_embedder
+
+    index = Index.from_folder(CORPUS, embedder="lsa")
+    acme = answer_embedder(index, Principal("u", "acme"), "hybrid")
+    globex = answer_embedder(index, Principal("u", "globex"), "dense")
+    assert acme.name == globex.name == "lsa" and "fit=" in acme.version
+    assert acme.version != globex.version  # each tenant's own fit, never another's
+    assert answer_embedder(index, Principal("u", "nobody"), "hybrid") is None

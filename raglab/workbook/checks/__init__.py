@@ -10,6 +10,7 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 from collections.abc import Callable
 
 from raglab.chunking import chunk as _chunk
+from raglab.citations import parse_citations as _parse_citations
 from raglab.vectors import cosine as _cosine
 from raglab.vectors import top_k as _top_k
 from raglab.workbook.checks import (
@@ -17,6 +18,7 @@ from raglab.workbook.checks import (
     contracts,
     design,
     embeddings,
+    generation,
     retrieval,
     testing,
     understand,
@@ -31,6 +33,7 @@ from raglab.workbook.checks.contracts import *  # noqa: F403 — each module lis
 from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
+from raglab.workbook.checks.generation import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
@@ -42,6 +45,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **chunking.CHECKS,  # 04
     **embeddings.CHECKS,  # 05
     **retrieval.CHECKS,  # 06
+    **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
 }
 
@@ -60,6 +64,13 @@ REFERENCES: tuple[Callable, ...] = (
     retrieval.reciprocal_rank_fusion,
     retrieval.reference_rrf,
     retrieval.reference_filtered_top_k,
+    generation.make_boundary,  # 07
+    generation.reference_delimit,
+    generation.verify_citations,
+    _parse_citations,
+    generation.reference_decide,
+    generation.AbstentionRule,
+    generation.reference_markers,
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -75,6 +86,7 @@ __all__ = [
     *contracts.__all__,
     *design.__all__,
     *embeddings.__all__,
+    *generation.__all__,
     *retrieval.__all__,
     *testing.__all__,
     "BUILDS_ON",

@@ -1,0 +1,285 @@
+"""Notebook 07's checks pass on the reference and fail, naming the case, on plausible wrong code."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+import re
+import uuid
+
+import numpy as np
+import pytest
+
+from raglab.citations import parse_citations
+from raglab.prompting import fold
+from raglab.records import content_hash
+from raglab.workbook import checks
+from raglab.workbook.checks.generation import (
+    layout,
+    reference_decide,
+    reference_delimit,
+    reference_markers,
+)
+
+pytestmark = pytest.mark.usefixtures("references_reachable")
+
+
+def stub(*args):
+    raise NotImplementedError()
+
+
+# --- delimit ----------------------------------------------------------------------------------
+
+
+def checked_code(question, texts, candidates):
+    """The first candidate found in no text, as written or folded."""
+    seen = [form for t in [question, *texts] for form in (t.casefold(), fold(t))]
+    return next(c for c in candidates if not any(c in form for form in seen))
+
+
+def delimit_own_hash(question, texts):
+    """A learner's correct version: its own hash, checked against the folded texts."""
+    candidates = (content_hash("|".join([str(n), question, *texts])) for n in itertools.count())
+    return layout(question, texts, checked_code(question, texts, candidates))
+
+
+def delimit_fixed_tag(question, texts):
+    """The old way: plain <source> tags, so a document can close its block."""
+    blocks = [f'<source id="{n}">\n{t}\n</source>' for n, t in enumerate(texts, 1)]
+    return "\n\n".join([*blocks, f"Question: {question}"])
+
+
+def delimit_escaped(question, texts):
+    """A code, but the texts escaped: the model no longer reads the document as written."""
+    return layout(
+        question, [html.escape(t) for t in texts], content_hash(question + "".join(texts))
+    )
+
+
+def delimit_constant_code(question, texts):
+    return layout(question, texts, "5eed5eed")
+
+
+def delimit_random_code(question, texts):
+    return layout(question, texts, uuid.uuid4().hex)
+
+
+def delimit_unfolded(question, texts):
+    """Checks the code against the texts as written only, over candidates a document can
+    learn (they do not depend on the content): a full-width copy of the code gets through."""
+    candidates = (content_hash(str(n)) for n in itertools.count())
+    seen = [t.casefold() for t in [question, *texts]]
+    return layout(question, texts, next(c for c in candidates if not any(c in s for s in seen)))
+
+
+def delimit_question_first(question, texts):
+    code = content_hash(question + "".join(texts))
+    message = layout(question, texts, code)
+    return f"Question: {question}\n\n" + message[: -len(f"\n\nQuestion: {question}")]
+
+
+def delimit_from_zero(question, texts):
+    code = content_hash(question + "".join(texts))
+    return layout(question, texts, code).replace(' id="1">', ' id="0">', 1)
+
+
+def delimit_short_code(question, texts):
+    return layout(question, texts, content_hash(question + "".join(texts))[:4])
+
+
+def test_delimit_passes_on_the_reference_and_on_another_correct_version():
+    assert checks.check_delimit(reference_delimit).passed
+    assert checks.check_delimit(delimit_own_hash).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "case", "why"),
+    [
+        (stub, "not implemented", None),
+        (delimit_fixed_tag, "one source", "<source-CODE"),
+        (delimit_escaped, "one source", "unchanged"),
+        (delimit_constant_code, "one source", "closing tag as written"),
+        (delimit_random_code, "one source", "must not be random"),
+        (delimit_unfolded, "one source", "in full-width letters"),
+        (delimit_question_first, "one source", "first tag"),
+        (delimit_from_zero, "one source", "first tag"),
+        (delimit_short_code, "one source", "8 or more"),
+    ],
+)
+def test_delimit_fails_on_plausible_wrong_code(wrong, case, why, capsys):
+    result = checks.check_delimit(wrong)
+    assert not result.passed and result.case == case
+    if why:
+        assert why in capsys.readouterr().out
+
+
+def test_delimit_catches_an_escape_list_on_the_look_alike_attacks(capsys):
+    """An escape list removes what it recognises: the document no longer reads as written."""
+
+    def escape_list(question, texts):
+        code = content_hash(question + "".join(texts))
+        cleaned = [t.replace("</source>", "") for t in texts]
+        return layout(question, cleaned, code)
+
+    result = checks.check_delimit(escape_list)
+    assert not result.passed and result.case == "a forged closing tag stays inside its block"
+
+
+def test_the_attacks_look_like_closing_tags_once_folded():
+    from raglab.workbook.checks.generation import ATTACKS
+
+    assert "</source>" not in ATTACKS[2] and "</source>" in fold(ATTACKS[2])
+    assert "</source>" not in ATTACKS[3] and "</source>" in fold(ATTACKS[3])
+
+
+# --- verify_markers ------------------------------------------------------------------------------
+
+
+def markers_set_order(answer, n_sources):
+    """Numbers collected into sets: duplicates gone, but the order lost."""
+    numbers = [
+        int(n) for m in re.findall(r"\[([\d,;\s-]+)\]", answer) for n in re.findall(r"-?\d+", m)
+    ]
+    return sorted({n for n in numbers if 1 <= n <= n_sources}), sorted(
+        {n for n in numbers if not 1 <= n <= n_sources}
+    )
+
+
+def markers_single_only(answer, n_sources):
+    """Only [n] with one number: [1, 2] is missed."""
+    valid, invalid = [], []
+    for n in map(int, re.findall(r"\[(-?\d+)\]", answer)):
+        target = valid if 1 <= n <= n_sources else invalid
+        if n not in target:
+            target.append(n)
+    return valid, invalid
+
+
+def markers_zero_based(answer, n_sources):
+    """Sources counted from 0: [0] passes and [n_sources] is refused."""
+    valid, invalid = reference_markers(answer, n_sources + 1)
+    shifted = [n for n in valid if n < n_sources] + [n for n in invalid if n == 0]
+    return [n for n in dict.fromkeys(shifted) if n >= 0], [n for n in invalid if n != 0]
+
+
+def markers_no_bounds(answer, n_sources):
+    """Every marker counted as valid: a fabricated [7] passes."""
+    return list(dict.fromkeys(parse_citations(answer))), []
+
+
+def markers_with_duplicates(answer, n_sources):
+    numbers = [int(n) for m in re.findall(r"\[\s*(-?\d+(?:\s*[,;]\s*-?\d+)*)\s*\]", answer)
+               for n in re.findall(r"-?\d+", m)]  # fmt: skip
+    return [n for n in numbers if 1 <= n <= n_sources], [
+        n for n in numbers if not 1 <= n <= n_sources
+    ]
+
+
+def markers_with_ranges(answer, n_sources):
+    """[1-3] read as the markers 1, -3 (or a range): not a marker in the engine's forms."""
+    numbers = [int(n) for m in re.findall(r"\[([^\]]*)\]", answer) for n in re.findall(r"-?\d+", m)]
+    unique = list(dict.fromkeys(numbers))
+    return [n for n in unique if 1 <= n <= n_sources], [
+        n for n in unique if not 1 <= n <= n_sources
+    ]
+
+
+def test_verify_markers_passes_on_the_reference():
+    assert checks.check_verify_markers(reference_markers).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "case"),
+    [
+        (stub, "not implemented"),
+        (markers_set_order, "duplicates once, first order kept"),
+        (markers_single_only, "a list in one pair of brackets"),
+        (markers_zero_based, "adjacent markers"),
+        (markers_no_bounds, "beyond the sources"),
+        (markers_with_duplicates, "duplicates once, first order kept"),
+        (markers_with_ranges, "not markers"),
+    ],
+)
+def test_verify_markers_fails_on_plausible_wrong_code(wrong, case):
+    result = checks.check_verify_markers(wrong)
+    assert not result.passed and result.case == case
+
+
+# --- decide ---------------------------------------------------------------------------------------
+
+
+def z_of(features, weights, intercept):
+    return intercept + sum(w * x for w, x in zip(features, weights))
+
+
+def decide_right(features, weights, intercept, threshold):
+    if len(features) != len(weights):
+        raise ValueError("lengths")
+    p = 1 / (1 + math.exp(-z_of(features, weights, intercept)))
+    return p, p >= threshold
+
+
+def decide_numpy(features, weights, intercept, threshold):
+    """Another correct version: numpy throughout (a numpy bool is a fine answer)."""
+    f, w = np.asarray(features, float), np.asarray(weights, float)
+    if f.shape != w.shape:
+        raise ValueError("lengths")
+    p = 1 / (1 + np.exp(-(intercept + f @ w)))
+    return float(p), p >= threshold
+
+
+def decide_strict(features, weights, intercept, threshold):
+    p, _ = decide_right(features, weights, intercept, threshold)
+    return p, p > threshold
+
+
+def decide_on_z(features, weights, intercept, threshold):
+    """No sigmoid: the raw score compared with a probability threshold."""
+    z = z_of(features, weights, intercept)
+    return z, z >= threshold
+
+
+def decide_no_intercept(features, weights, intercept, threshold):
+    return decide_right(features, weights, 0.0, threshold)
+
+
+def decide_sign_flipped(features, weights, intercept, threshold):
+    p, _ = decide_right(features, weights, intercept, threshold)
+    return 1 - p, 1 - p >= threshold
+
+
+def decide_zip_silently(features, weights, intercept, threshold):
+    """zip() stops at the shorter list: a missing weight goes unnoticed."""
+    p = 1 / (1 + math.exp(-z_of(features, weights, intercept)))
+    return p, p >= threshold
+
+
+def decide_declines_everything(features, weights, intercept, threshold):
+    p, _ = decide_right(features, weights, intercept, threshold)
+    return p, False
+
+
+def test_decide_passes_on_the_reference_and_on_other_correct_versions():
+    assert checks.check_decide(reference_decide).passed
+    assert checks.check_decide(decide_right).passed
+    assert checks.check_decide(decide_numpy).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "case", "why"),
+    [
+        (stub, "not implemented", None),
+        (decide_strict, "equal to the threshold answers", ">=, not >"),
+        (decide_on_z, "no evidence either way: one half", "that is z itself"),
+        (decide_no_intercept, "the intercept counts", "should be"),
+        (decide_sign_flipped, "the intercept counts", "should be"),
+        (decide_zip_silently, "features and weights of different lengths", None),
+        (decide_declines_everything, "no evidence either way: one half", "the answer is True"),
+    ],
+)
+def test_decide_fails_on_plausible_wrong_code(wrong, case, why, capsys):
+    result = checks.check_decide(wrong)
+    assert not result.passed and result.case == case
+    if why:
+        assert why in capsys.readouterr().out
