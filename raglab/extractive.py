@@ -50,9 +50,11 @@ DUPLICATE_JACCARD = 0.8
 """Two sentences whose stem sets overlap this much (intersection / union) say the same
 thing (overlapping chunks repeat sentences): only the better-scored one is kept."""
 
-SECONDARY_RATIO = 0.8
+SECONDARY_RATIO = 0.65
 """A sentence after the first is quoted only if its score is at least this share of the
-best sentence's: supporting detail, not padding."""
+best sentence's: supporting detail, not padding. At 0.8 the answer to "How many days do I
+have to submit an expense claim?" kept only "Submit every claim in Ledgerly." and lost the
+sentence with the 30 days."""
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -64,8 +66,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def choose(ranked: Sequence[Evidence], max_sentences: int) -> list[Evidence]:
     """Up to `max_sentences` of `ranked` (best first), in reading order: no duplicates, no padding.
 
-    A sentence after the first needs SECONDARY_RATIO of the best one's score and must not
-    repeat a sentence already chosen. The answer reads in source order (source number,
+    A sentence after the first needs SECONDARY_RATIO of the best one's score and of its word
+    support (a neighbouring table row, "Code: E-317; Meaning: ...", reads like the answer
+    but names another code), and must not repeat a sentence already chosen. The answer reads in source order (source number,
     then position), so detail from one source stays together and reads as written.
     """
     best = ranked[0]
@@ -75,6 +78,8 @@ def choose(ranked: Sequence[Evidence], max_sentences: int) -> list[Evidence]:
             break
         if e.score < SECONDARY_RATIO * best.score:
             break  # ranked is best first: nothing after this one clears the bar either
+        if e.support < SECONDARY_RATIO * best.support:
+            continue
         if any(jaccard(e.stems, p.stems) >= DUPLICATE_JACCARD for p in picked):
             continue
         picked.append(e)

@@ -368,7 +368,7 @@ def test_a_paraphrase_the_word_overlap_rule_refused_is_answered_with_minilm(corp
     decision = ExtractiveGenerator(embedder=minilm_or_skip()).decide(prompt)
     assert decision.answered and decision.features.best_similarity > 0.7
     cited = verify_citations(decision.text, prompt.sources).citations
-    assert {c.hit.chunk.doc_id for c in cited} == {"globex/policies/returns-refunds.md"}
+    assert "globex/policies/returns-refunds.md" in {c.hit.chunk.doc_id for c in cited}
 
 
 def test_minilm_still_abstains_when_the_sources_are_about_something_else():
