@@ -208,7 +208,7 @@ def sync(
         tuple(removed),
         tuple(unchanged),
         embedder,
-        len(chunks) - reused,
+        len(chunks),
         everything or _refit_reason(refitted),
         reused,
     )

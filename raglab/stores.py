@@ -77,9 +77,9 @@ class SyncReport:
     """What `sync` did, by document id (each tuple sorted).
 
     `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
-    fit, see `raglab.indexing`). `embedded` counts the chunks the embedder was given;
-    `reused` the chunks written with a vector already in the store (same text, same model);
-    `rebuilt` says why unchanged documents were re-indexed too ("" when only changed
+    fit, see `raglab.indexing`). `embedded` counts the chunks written with a new vector;
+    `reused` says how many of them took a vector already in the store (same text, same
+    model) instead of calling the embedder; `rebuilt` says why unchanged documents were re-indexed too ("" when only changed
     documents were).
     """
 
