@@ -1,72 +1,54 @@
-"""Speed of raglab.minilm's numpy MiniLM, and of sentence-transformers when it is installed.
+"""Speed of raglab's numpy MiniLM against sentence-transformers, on the same texts and threads.
 
-    python benchmarks/bench_neural.py [--threads 1]
+    python benchmarks/bench_neural.py [--threads 1 2]
 
-From the project's .venv it times the numpy forward pass. From an environment that also
-holds sentence-transformers and torch (.venv-ref, see scripts/make_minilm_reference.py) it
-times that too, on the same sentences and thread count, and prints the ratio. The machine
-is shared and noisy: compare figures from one run, not across runs.
+Two workloads: short questions (a sentence of the sample corpus each), and the texts an
+index really embeds, the sample corpus cut by raglab's default chunker (800 characters,
+100 overlapping). Each thread count runs in its own process, since BLAS reads its thread
+count when numpy is first imported; sentence-transformers gets the same count
+(torch.set_num_threads). Each figure is the best of two timed runs, the two embedders
+alternating, because the machine is shared and noisy: compare ratios from one run.
+
+Run it from an environment that also holds sentence-transformers and torch (CPU), for
+example `python3 -m venv .venv-ref && .venv-ref/bin/pip install torch==2.13.0
+sentence-transformers -e .`; without them only the numpy figures are printed.
+The model is built from the local weights raglab uses (no download).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+REPEATS = 2
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=1, help="BLAS / torch threads")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
-ARGS = parse_args()
-# Thread counts must be set before numpy (and its BLAS) is first imported.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = str(ARGS.threads)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-sys.path.insert(0, str(ROOT))  # runs from an environment where raglab is not installed too
+def workloads() -> dict[str, list[str]]:
+    """label -> texts, both from the sample corpus in data/."""
+    from raglab import chunk
 
-import numpy as np
-
-from raglab.minilm import MiniLMEmbedder, find_model_dir
-
-# (label, sentences, words each): short queries, and chunks the size of raglab's default
-# 800-character chunk.
-WORKLOADS = [("short", 500, 36), ("chunk", 64, 140)]
-
-COLD_NUMPY = "from raglab.minilm import MiniLMEmbedder; MiniLMEmbedder().embed(['hello'])"
-COLD_ST = (
-    "from sentence_transformers import SentenceTransformer; from raglab.minilm import "
-    "find_model_dir; SentenceTransformer(str(find_model_dir()), device='cpu').encode(['hello'])"
-)
-
-
-def sentences(n: int, words: int) -> list[str]:
-    """`n` deterministic sentences of `words` words cut from the sample corpus."""
-    text = " ".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "data").rglob("*.md")))
-    pool = text.split() or ["retrieval", "augmented", "generation"]
-    rng = np.random.default_rng(0)
-    starts = rng.integers(0, max(1, len(pool) - words), size=n)
-    return [" ".join(pool[s : s + words]) for s in starts]
-
-
-def cold_seconds(statement: str) -> float:
-    """Wall time of `statement` in a fresh interpreter: imports, loading, one sentence."""
-    code = (
-        f"import time; t = time.perf_counter(); import sys; sys.path.insert(0, {str(ROOT)!r}); "
-        f"{statement}; print(time.perf_counter() - t)"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(run.stdout.strip().splitlines()[-1])
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "data").rglob("*.md"))]
+    sentences = [
+        line.strip()
+        for text in texts
+        for line in text.replace(". ", ".\n").split("\n")
+        if len(line.split()) >= 6
+    ]
+    chunks = [piece for text in texts for piece in chunk(text, 800, 100)]
+    return {"short": sentences[:300], "chunk": chunks}
 
 
 def timed(fn) -> tuple[float, object]:
@@ -75,52 +57,90 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+def worker(threads: int) -> dict:
+    """Timings at `threads` threads; run in a fresh process (see main)."""
+    import numpy as np
 
+    from raglab.minilm import MiniLMEmbedder, find_model_dir
 
-def main() -> None:
+    embedder = MiniLMEmbedder()
+    embedder.embed(["warm up"])  # load outside the timing
     try:
         import torch
         from sentence_transformers import SentenceTransformer
     except ImportError:
         model = None
     else:
-        torch.set_num_threads(ARGS.threads)
+        torch.set_num_threads(threads)
         model = SentenceTransformer(str(find_model_dir()), device="cpu")
+        model.encode(["warm up"])
+    results = {}
+    for label, texts in workloads().items():
+        row = {"texts": len(texts), "chars": float(np.mean([len(t) for t in texts]))}
+        row["tokens"] = float(np.mean([len(embedder.tokenize(t)) for t in texts]))
+        times = {"numpy": float("inf"), "st": float("inf")}
+        for _ in range(REPEATS):  # alternate, so both see the same noise
+            numpy_s, ours = timed(lambda: embedder.embed(texts))  # noqa: B023
+            times["numpy"] = min(times["numpy"], numpy_s)
+            if model is not None:
+                st_s, theirs = timed(
+                    lambda: model.encode(texts, batch_size=32, normalize_embeddings=True)  # noqa: B023
+                )
+                times["st"] = min(times["st"], st_s)
+        tokenizer = MiniLMEmbedder()  # a fresh word cache: tokenizing as a first embed does
+        tokenizer_s, _ = timed(lambda: [tokenizer.tokenize(t) for t in texts])  # noqa: B023
+        row["numpy_per_s"] = len(texts) / times["numpy"]
+        row["tokenizer_share"] = tokenizer_s / times["numpy"]
+        if model is not None:
+            row["st_per_s"] = len(texts) / times["st"]
+            row["min_cosine"] = float(np.sum(ours * theirs, axis=1).min())
+        results[label] = row
+    return results
 
-    embedder = MiniLMEmbedder()
-    embedder.embed(["warm up"])  # load outside the timing
-    rows = [
-        (
-            "numpy cold start (import + load + sha256 + 1 sentence)",
-            f"{cold_seconds(COLD_NUMPY):.2f} s",
-        )
-    ]
-    if model is not None:
-        rows.append(("sentence-transformers cold start (same)", f"{cold_seconds(COLD_ST):.2f} s"))
-    for label, n, words in WORKLOADS:
-        texts = sentences(n, words)
-        tokens = np.mean([len(embedder.tokenize(t)) for t in texts])
-        name = f"{label}: {n} × {tokens:.0f} tokens"
-        tok_s, _ = timed(lambda: [embedder.tokenize(t) for t in texts])  # noqa: B023
-        numpy_s, ours = timed(lambda: embedder.embed(texts))  # noqa: B023
-        rows.append((f"{name}, WordPiece alone (words cached)", f"{n / tok_s:,.0f} sentences/s"))
-        rows.append((f"{name}, numpy embed", f"{n / numpy_s:.1f} sentences/s"))
-        if model is None:
-            continue
-        st_s, theirs = timed(lambda: model.encode(texts, batch_size=32))  # noqa: B023
-        rows.append((f"{name}, sentence-transformers", f"{n / st_s:.1f} sentences/s"))
-        rows.append((f"{name}, numpy time / s-t time", f"{numpy_s / st_s:.2f}"))
-        rows.append((f"{name}, min cosine numpy vs s-t", f"{np.sum(ours * theirs, 1).min():.6f}"))
-    if model is None:
-        rows.append(("sentence-transformers", "not installed here (run from .venv-ref)"))
-    both = "" if model is None else " (numpy + sentence-transformers in one process)"
-    rows.append((f"peak memory{both}", f"{peak_mb():.0f} MB"))
-    print(f"all-MiniLM-L6-v2, {ARGS.threads} thread(s)")
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"  {label:<{width}}  {value}")
+
+def run_worker(threads: int) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_DISABLE_PROGRESS_BARS="1")
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    run = subprocess.run(
+        [sys.executable, __file__, "--worker", "--threads", str(threads)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    args = parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.threads[0])))
+        return
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _util import print_table
+
+    print("all-MiniLM-L6-v2: raglab's numpy forward pass against sentence-transformers")
+    header = ["texts", "threads", "numpy texts/s", "s-t texts/s", "numpy / s-t",
+              "min cosine", "WordPiece share"]  # fmt: skip
+    rows = []
+    for threads in args.threads:
+        for label, r in run_worker(threads).items():
+            st = r.get("st_per_s")
+            rows.append(
+                (
+                    f"{label}: {r['texts']} × {r['chars']:.0f} chars ({r['tokens']:.0f} tokens)",
+                    threads,
+                    f"{r['numpy_per_s']:.1f}",
+                    "—" if st is None else f"{st:.1f}",
+                    "—" if st is None else f"{r['numpy_per_s'] / st:.2f}x",
+                    "—" if st is None else f"{r['min_cosine']:.6f}",
+                    f"{r['tokenizer_share']:.0%}",
+                )
+            )
+            print("  ", " | ".join(map(str, rows[-1])), flush=True)  # progress: runs are slow
+    print_table(header, rows)
 
 
 if __name__ == "__main__":

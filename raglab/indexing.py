@@ -145,8 +145,11 @@ def sync(
     untouched. Access metadata counts as a change: a document moved to another group is
     re-indexed even when its text did not change.
 
-    Everything is re-chunked and re-embedded when the chunker's params changed, or when
-    the embedder's version differs from the stored one. A fittable embedder is fitted per
+    Everything is re-chunked when the chunker's params changed, and re-embedded when the
+    embedder's version differs from the stored one. A chunk whose text is already in the
+    store, embedded by the same model, takes the stored vector instead of being embedded
+    again (`_stored_vectors`): after an edit only the chunks whose text changed are
+    embedded, and re-chunking leaves the chunks that came out the same alone. A fittable embedder is fitted per
     tenant, on that tenant's chunk texts in store order (see the module docstring): when a
     tenant's fit gives a new version, every vector of that tenant is re-embedded, and the
     other tenants keep theirs.
@@ -185,7 +188,8 @@ def sync(
         for doc_id in to_write
         for chunk in (split[doc_id] if doc_id in split else _split_checked(chunker, docs[doc_id]))
     ]
-    vectors = _embed_chunks(embedder, fits, chunks)
+    stored_vectors = _stored_vectors(store, meta, embedder, fits) if chunks else {}
+    vectors, reused = _embed_chunks(embedder, fits, chunks, stored_vectors)
     with store.transaction():
         for doc_id in removed + updated:
             store.delete_document(doc_id)
@@ -206,6 +210,7 @@ def sync(
         embedder,
         len(chunks),
         everything or _refit_reason(refitted),
+        reused,
     )
 
 
@@ -254,16 +259,58 @@ def _refit_reason(tenants: set[str]) -> str:
     return f"embedder refitted on the chunks of tenant(s) {', '.join(map(repr, sorted(tenants)))}"
 
 
-def _embed_chunks(embedder: Embedder, fits: dict[str, Embedder], chunks: list[Chunk]) -> np.ndarray:
-    """One vector per chunk: by `embedder`, or by its tenant's fit when there are `fits`."""
-    if not fits:
-        return _embed_checked(embedder, [chunk.text for chunk in chunks])
+def _stored_vectors(
+    store: VectorStore, meta: dict[str, Any], embedder: Embedder, fits: dict[str, Embedder]
+) -> dict[tuple[str, str], np.ndarray]:
+    """The store's vectors that the embedder in use would make again, by (tenant, text).
+
+    The embedding cache: a vector is reused only when both its text and the model that
+    made it are unchanged — the same embedder name, dim and version; for a fittable
+    embedder, the same tenant and the same version of that tenant's fit, so one tenant's
+    fitted vectors never serve another (the tenant is "" for other embedders, whose
+    vectors do not depend on the corpus). The text itself is the key: no hash collision
+    can hand back another text's vector.
+    """
+    if (meta["embedder_name"], meta["embedder_dim"]) != (embedder.name, embedder.dim):
+        return {}
+    recorded = meta["embedder_version"]
+    if is_fittable(embedder):
+        recorded = recorded if isinstance(recorded, dict) else {}
+        tenants = {tenant for tenant, fit in fits.items() if recorded.get(tenant) == fit.version}
+        if not tenants:
+            return {}
+    elif recorded != embedder.version:
+        return {}
+    vectors, cache = store.vectors(), {}
+    for row, chunk in enumerate(store.chunks()):
+        scope = chunk.tenant if fits else ""
+        if not fits or scope in tenants:
+            cache.setdefault((scope, chunk.text), vectors[row])
+    return cache
+
+
+def _embed_chunks(
+    embedder: Embedder,
+    fits: dict[str, Embedder],
+    chunks: list[Chunk],
+    stored: dict[tuple[str, str], np.ndarray],
+) -> tuple[np.ndarray, int]:
+    """(one vector per chunk, how many were taken from `stored` instead of embedded).
+
+    A chunk is embedded by `embedder`, or by its tenant's fit when there are `fits`.
+    """
     vectors = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
-    for tenant, fit in fits.items():
-        rows = [row for row, chunk in enumerate(chunks) if chunk.tenant == tenant]
-        if rows:
-            vectors[rows] = _embed_checked(fit, [chunks[row].text for row in rows])
-    return vectors
+    to_embed: dict[str, list[int]] = {}  # tenant ("" without fits) -> rows
+    for row, chunk in enumerate(chunks):
+        scope = chunk.tenant if fits else ""
+        if (scope, chunk.text) in stored:
+            vectors[row] = stored[(scope, chunk.text)]
+        else:
+            to_embed.setdefault(scope, []).append(row)
+    for scope, rows in to_embed.items():
+        model = fits[scope] if fits else embedder
+        vectors[rows] = _embed_checked(model, [chunks[row].text for row in rows])
+    return vectors, len(chunks) - sum(map(len, to_embed.values()))
 
 
 def _unique_documents(documents: Iterable[Document]) -> dict[str, Document]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raglab.minilm_network import HIDDEN, Weights, forward, weights_from_tensors
 from raglab.validation import check_int, check_texts
 from raglab.wordpiece import WordPieceTokenizer
 
@@ -48,11 +48,6 @@ WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9
 WEIGHTS_BYTES = 90_868_376
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 
-# The architecture, from the model's config.json (fixed by the checksum above).
-HIDDEN = 384  # numbers per token, and the size of the sentence vector
-HEADS = 12  # attention heads, each looking at HIDDEN // HEADS = 32 numbers
-LAYERS = 6
-LAYER_NORM_EPS = 1e-12
 MAX_POSITIONS = 512  # the position table has 512 rows: no input can be longer
 DEFAULT_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 
@@ -139,221 +134,13 @@ def read_safetensors(data: bytes) -> dict[str, np.ndarray]:
     return tensors
 
 
-# ─── The network ───────────────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True, slots=True)
-class _Layer:
-    """One encoder layer. Linear weights stay as stored, (out, in): apply with `x @ w.T`."""
-
-    qkv_w: np.ndarray  # query, key and value stacked: one matrix product instead of three
-    qkv_b: np.ndarray
-    attn_out_w: np.ndarray
-    attn_out_b: np.ndarray
-    attn_norm_w: np.ndarray
-    attn_norm_b: np.ndarray
-    ffn_in_w: np.ndarray
-    ffn_in_b: np.ndarray
-    ffn_out_w: np.ndarray
-    ffn_out_b: np.ndarray
-    ffn_norm_w: np.ndarray
-    ffn_norm_b: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class _Weights:
-    word: np.ndarray
-    position: np.ndarray
-    token_type: np.ndarray
-    norm_w: np.ndarray
-    norm_b: np.ndarray
-    layers: tuple[_Layer, ...]
-
-
-def _weights_from_tensors(t: dict[str, np.ndarray]) -> _Weights:
-    """Name the tensors. Their names carry no 'bert.' prefix; the pooler is never used."""
-
-    def layer(i: int) -> _Layer:
-        p = f"encoder.layer.{i}."
-        att = p + "attention."
-        return _Layer(
-            qkv_w=np.concatenate([t[f"{att}self.{n}.weight"] for n in ("query", "key", "value")]),
-            qkv_b=np.concatenate([t[f"{att}self.{n}.bias"] for n in ("query", "key", "value")]),
-            attn_out_w=t[att + "output.dense.weight"],
-            attn_out_b=t[att + "output.dense.bias"],
-            attn_norm_w=t[att + "output.LayerNorm.weight"],
-            attn_norm_b=t[att + "output.LayerNorm.bias"],
-            ffn_in_w=t[p + "intermediate.dense.weight"],
-            ffn_in_b=t[p + "intermediate.dense.bias"],
-            ffn_out_w=t[p + "output.dense.weight"],
-            ffn_out_b=t[p + "output.dense.bias"],
-            ffn_norm_w=t[p + "output.LayerNorm.weight"],
-            ffn_norm_b=t[p + "output.LayerNorm.bias"],
-        )
-
-    return _Weights(
-        word=t["embeddings.word_embeddings.weight"],
-        position=t["embeddings.position_embeddings.weight"],
-        token_type=t["embeddings.token_type_embeddings.weight"],
-        norm_w=t["embeddings.LayerNorm.weight"],
-        norm_b=t["embeddings.LayerNorm.bias"],
-        layers=tuple(layer(i) for i in range(LAYERS)),
-    )
-
-
-def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """Each row scaled to mean 0 and variance 1, then by the learned weight and bias."""
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.mean(centred * centred, axis=-1, keepdims=True)
-    centred /= np.sqrt(var + LAYER_NORM_EPS)
-    centred *= weight
-    centred += bias
-    return centred
-
-
-# The Handbook of Mathematical Functions, formula 7.1.26: for z >= 0,
-# erf(z) = 1 - (a1 t + a2 t² + ... + a5 t⁵) exp(-z²) with t = 1 / (1 + p z), within 1.5e-7.
-# numpy has no erf, and GELU's tanh approximation is off by 5e-4: this model was trained
-# with the exact erf form.
-_ERF_P = 0.3275911
-_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-
-
-def erf(z: np.ndarray) -> np.ndarray:
-    """The error function, to about 1.5e-7 (float32 in, float32 out).
-
-    >>> [round(float(v), 6) for v in erf(np.array([-1.0, 0.0, 0.5], dtype=np.float32))]
-    [-0.842701, 0.0, 0.5205]
-    """
-    a = np.abs(z)
-    t = 1.0 / (1.0 + _ERF_P * a)
-    poly = _ERF_A[4] * t
-    for coefficient in reversed(_ERF_A[:4]):  # Horner's rule, in place
-        poly += coefficient
-        poly *= t
-    np.square(a, out=a)
-    np.negative(a, out=a)
-    np.exp(a, out=a)
-    poly *= a
-    np.subtract(1.0, poly, out=poly)
-    return np.copysign(poly, z, out=poly)
-
-
-def gelu_(x: np.ndarray) -> np.ndarray:
-    """GELU in place: x · Φ(x) = x · (1 + erf(x / √2)) / 2. In place saves a big temporary."""
-    e = erf(x * (1.0 / math.sqrt(2.0)))  # math.sqrt: a numpy float64 would upcast x
-    e += 1.0
-    e *= 0.5
-    x *= e
-    return x
-
-
-def softmax_(scores: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, in place. Subtracting the row max keeps exp() finite."""
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
-    return scores
-
-
-def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    out = x @ weight.T  # x is 2-D (tokens × features): one big matrix product, not a stack
-    out += bias
-    return out
-
-
-def _attention(x: np.ndarray, mask_bias: np.ndarray, layer: _Layer, batch: int) -> np.ndarray:
-    """Multi-head self-attention over `x` (batch·length rows); returns the same shape."""
-    length = x.shape[0] // batch
-    head_dim = HIDDEN // HEADS
-    qkv = _linear(x, layer.qkv_w, layer.qkv_b)
-    # (batch·length, 3·HIDDEN) -> 3 × (batch, heads, length, head_dim)
-    q, k, v = qkv.reshape(batch, length, 3, HEADS, head_dim).transpose(2, 0, 3, 1, 4)
-    q = q * (1.0 / math.sqrt(head_dim))  # math.sqrt: np.sqrt would make float64 scores
-    context = np.empty((batch, length, HEADS, head_dim), dtype=np.float32)
-    # One sentence at a time: its (heads, length, length) scores stay in the CPU cache,
-    # where a whole batch's would not (faster for long texts, and far less memory).
-    for i in range(batch):
-        scores = q[i] @ k[i].transpose(0, 2, 1)  # (heads, length, length)
-        # subtle: padding must get zero weight. Adding a large negative number before the
-        # softmax does that; forgetting it is invisible when a batch holds one sentence.
-        scores += mask_bias[i]
-        context[i] = (softmax_(scores) @ v[i]).transpose(1, 0, 2)
-    return _linear(context.reshape(batch * length, HIDDEN), layer.attn_out_w, layer.attn_out_b)
-
-
-# The feed-forward step widens each token to 1536 numbers. Doing it for a few hundred token
-# rows at a time keeps that wide array in the CPU cache while GELU makes its ~20 passes over
-# it (about 10% faster overall), and keeps memory small for long batches.
-FFN_ROWS = 256
-
-
-def _feed_forward(x: np.ndarray, layer: _Layer) -> np.ndarray:
-    out = np.empty_like(x)
-    for start in range(0, x.shape[0], FFN_ROWS):
-        rows = slice(start, start + FFN_ROWS)
-        hidden = gelu_(_linear(x[rows], layer.ffn_in_w, layer.ffn_in_b))
-        out[rows] = _linear(hidden, layer.ffn_out_w, layer.ffn_out_b)
-    return out
-
-
-def _encoder_layer(x: np.ndarray, mask_bias: np.ndarray, layer: _Layer, batch: int) -> np.ndarray:
-    attended = _attention(x, mask_bias, layer, batch)
-    attended += x  # residual connection
-    x = layer_norm(attended, layer.attn_norm_w, layer.attn_norm_b)
-    out = _feed_forward(x, layer)
-    out += x
-    return layer_norm(out, layer.ffn_norm_w, layer.ffn_norm_b)
-
-
-def forward(weights: _Weights, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Sentence vectors (unit rows, float32) for a padded batch of token ids.
-
-    `ids` and `mask` are (batch, length) integer arrays; mask is 1 for real tokens, 0 for
-    padding.
-    """
-    batch, length = ids.shape
-    x = weights.word[ids] + weights.position[:length]
-    x += weights.token_type[0]  # every token is "sentence A"; the row is not zero
-    x = layer_norm(x.reshape(batch * length, HIDDEN), weights.norm_w, weights.norm_b)
-    mask_bias = np.where(mask[:, None, None, :] > 0, 0.0, -1e9).astype(np.float32)
-    for layer in weights.layers:
-        x = _encoder_layer(x, mask_bias, layer, batch)
-    return _mean_pool(x.reshape(batch, length, HIDDEN), mask)
-
-
-def _mean_pool(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Average of the real tokens' vectors (padding left out), scaled to unit length."""
-    weights = mask.astype(np.float32)[:, :, None]
-    pooled = (tokens * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-
-
-def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, mask): the rows padded on the right to the longest one.
-
-    >>> ids, mask = pad_batch([[101, 7, 102], [101, 102]])
-    >>> ids.tolist(), mask.tolist()
-    ([[101, 7, 102], [101, 102, 0]], [[1, 1, 1], [1, 1, 0]])
-    """
-    length = max(len(row) for row in rows)
-    ids = np.full((len(rows), length), pad_id, dtype=np.int64)
-    mask = np.zeros((len(rows), length), dtype=np.int64)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = row
-        mask[i, : len(row)] = 1
-    return ids, mask
-
-
 # ─── Loading once, and the embedder ────────────────────────────────────────────────────────
 
 
 @dataclass(frozen=True, slots=True)
 class _Model:
     tokenizer: WordPieceTokenizer
-    weights: _Weights
+    weights: Weights
 
 
 # Loaded models by resolved folder: a second embedder (or a re-run notebook cell) for the
@@ -367,15 +154,15 @@ def _load(model_dir: Path) -> _Model:
         tokenizer = WordPieceTokenizer.from_file(model_dir / VOCAB_FILE)
         weights = _read_matching_sha256(model_dir / WEIGHTS_FILE, WEIGHTS_SHA256)
         tensors = read_safetensors(weights)
-        _LOADED[model_dir] = _Model(tokenizer, _weights_from_tensors(tensors))
+        _LOADED[model_dir] = _Model(tokenizer, weights_from_tensors(tensors))
     return _LOADED[model_dir]
 
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 sentence vectors (384 numbers, unit length), computed with numpy.
 
-    `batch_size` sentences go through the network together (sorted by length, so little
-    padding is computed); `max_tokens` word pieces per sentence, including [CLS] and [SEP],
+    `batch_size` sentences go through the network together (laid end to end, so no
+    padding is computed: `raglab.minilm_network`); `max_tokens` word pieces per sentence, including [CLS] and [SEP],
     are kept — 256, as in sentence-transformers; the rest of a longer text is ignored.
     """
 
@@ -418,10 +205,7 @@ class MiniLMEmbedder:
             return out
         model = _load(self.model_dir)
         rows = [model.tokenizer.encode(text, self.max_tokens) for text in texts]
-        # Sorting by length puts similar lengths in one batch: less padding to compute.
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start : start + self.batch_size]
-            ids, mask = pad_batch([rows[i] for i in chosen])
-            out[chosen] = forward(model.weights, ids, mask)
+        for start in range(0, len(rows), self.batch_size):
+            batch = slice(start, start + self.batch_size)
+            out[batch] = forward(model.weights, rows[batch])
         return out

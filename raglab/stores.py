@@ -77,8 +77,10 @@ class SyncReport:
     """What `sync` did, by document id (each tuple sorted).
 
     `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
-    fit, see `raglab.indexing`). `embedded` counts the chunks embedded; `rebuilt` says why
-    unchanged documents were re-embedded too ("" when only changed documents were).
+    fit, see `raglab.indexing`). `embedded` counts the chunks written with a new vector;
+    `reused` says how many of them took a vector already in the store (same text, same
+    model) instead of calling the embedder; `rebuilt` says why unchanged documents were re-indexed too ("" when only changed
+    documents were).
     """
 
     added: tuple[str, ...]
@@ -88,6 +90,7 @@ class SyncReport:
     embedder: Embedder
     embedded: int = 0
     rebuilt: str = ""
+    reused: int = 0
 
 
 class VectorStore(Protocol):
@@ -121,6 +124,10 @@ class VectorStore(Protocol):
 
     def chunks(self, principal: Principal | None = None) -> list[Chunk]:
         """Every chunk in store order, or only those `principal` may read."""
+        ...
+
+    def vectors(self) -> np.ndarray:
+        """Every vector in store order, one read-only row per chunk of `chunks()`."""
         ...
 
     def documents(self) -> dict[str, DocRecord]:
@@ -346,6 +353,9 @@ class _SnapshotReads:
         if principal is None:
             return list(snapshot.chunks)
         return [snapshot.chunks[row] for row in snapshot.access.eligible_rows(principal)]
+
+    def vectors(self) -> np.ndarray:
+        return self._current().matrix
 
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None

@@ -32,6 +32,13 @@ _CJK_RANGES = (
 )  # fmt: skip
 
 
+# Most text is ASCII, where the rules above reduce to: \t \n \r become spaces, other
+# control characters go, and a word is a run of letters and digits or one other symbol.
+# str.translate and one regex do that in C; tests check it against the general path.
+_ASCII_CLEANUP = {i: None for i in (*range(32), 127)} | {ord(c): " " for c in "\t\n\r"}
+_ASCII_WORD_RE = re.compile(r"[a-z0-9]+|[^a-z0-9 ]")
+
+
 @lru_cache(maxsize=65536)
 def _char_class(char: str) -> str:
     """'drop' (control), 'space', 'cjk', 'punct' or 'plain' — the basic tokenizer's view."""
@@ -93,6 +100,8 @@ class WordPieceTokenizer:
     @staticmethod
     def normalise(text: str) -> str:
         """Drop controls, unify spaces, space out CJK, strip accents, lowercase."""
+        if text.isascii():
+            return text.translate(_ASCII_CLEANUP).lower()
         out = []
         for char in text:
             kind = _char_class(char)
@@ -111,8 +120,16 @@ class WordPieceTokenizer:
 
     def words(self, text: str) -> list[str]:
         """Split the normalised text on spaces, and every punctuation mark into its own word."""
+        text = self.normalise(text)
+        if text.isascii():
+            return _ASCII_WORD_RE.findall(text)
+        return self._split_words(text)
+
+    @staticmethod
+    def _split_words(text: str) -> list[str]:
+        """`words` for any normalised text, character by character."""
         words = []
-        for chunk in self.normalise(text).split():
+        for chunk in text.split():
             if all(_char_class(c) != "punct" for c in chunk):
                 words.append(chunk)
                 continue

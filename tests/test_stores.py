@@ -617,7 +617,9 @@ def test_incremental_sync_re_embeds_only_what_changed(make_store):
     assert report.removed == ("c.md",)
     assert report.unchanged == ("b.md",)
     assert report.rebuilt == ""
-    assert embedder.embedded == ["Alpha text", ", edited.", "Delta."]
+    # a.md's first chunk kept its text: its stored vector is reused, not embedded again
+    assert embedder.embedded == [", edited.", "Delta."]
+    assert (report.embedded, report.reused) == (3, 1)
     assert [c.id for c in store.chunks()] == ["a.md#0", "a.md#1", "b.md#0", "b.md#1", "d.md#0"]
     assert "c.md" not in store.documents()
     # and the result is what a fresh sync of the same corpus gives
@@ -725,14 +727,15 @@ def test_fittable_embedder_new_fit_re_embeds_that_tenant_only(make_store):
     assert store.search(unit(1, 2, 3, 4), EVE, k=5) == globex_before
 
 
-def test_fittable_embedder_group_change_re_embeds_that_document_only(make_store):
+def test_fittable_embedder_group_change_re_indexes_that_document_only(make_store):
     store = make_store()
     sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
     embedder = FakeFittable()
     opened = corpus(**{"b.md": Document("b.md", "Bravo text.", tenant="acme", groups=())})
     report = sync(store, opened, chunker=FakeChunker(), embedder=embedder)
     assert report.updated == ("b.md",) and report.rebuilt == ""  # same texts, same fit
-    assert embedder.embedded == ["Bravo text", "."]
+    # the tenant's fit and the texts are unchanged: the stored vectors are still right
+    assert embedder.embedded == [] and report.reused == 2
 
 
 def test_an_index_fitted_across_tenants_is_refused_then_rebuilt(make_store):

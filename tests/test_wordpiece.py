@@ -61,6 +61,22 @@ def test_tokenizer_always_frames_and_bounds(text: str, max_tokens: int):
     assert all(0 <= i < len(TINY_VOCAB) for i in out)
 
 
+ASCII = st.text(st.characters(max_codepoint=127), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ASCII)
+def test_ascii_fast_path_equals_the_general_rules(text: str):
+    tokenizer = WordPieceTokenizer({token: i for i, token in enumerate(TINY_VOCAB)})
+    general = "".join(
+        " " if wordpiece._char_class(c) == "space" else c
+        for c in text
+        if wordpiece._char_class(c) != "drop"
+    ).lower()
+    assert tokenizer.normalise(text) == general
+    assert tokenizer.words(text) == tokenizer._split_words(general)
+
+
 def test_docstring_examples_run():
     result = doctest.testmod(wordpiece)
     assert result.failed == 0 and result.attempted >= 2
