@@ -219,6 +219,20 @@ class QdrantStore:
             return list(chunks)
         return [chunks[row] for row in access.eligible_rows(principal)]
 
+    def vectors(self) -> np.ndarray:
+        """Every vector in store order, one read-only row per chunk of `chunks()`.
+
+        Read from the server each time: only `sync` asks, to reuse vectors of unchanged text.
+        """
+        meta = self._read_meta()
+        if not self._client.collection_exists(self._chunks_name):
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        points = self._scroll(self._chunks_name, readable_by(None, meta["journal"]), vectors=True)
+        points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
+        matrix = np.array([p.vector for p in points], dtype=np.float32).reshape(len(points), -1)
+        matrix.flags.writeable = False
+        return matrix
+
     def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
         if not self._client.collection_exists(self._chunks_name):
             return [], AccessIndex([])
@@ -405,11 +419,15 @@ class QdrantStore:
         for start in range(0, len(points), BATCH):
             self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
 
-    def _scroll(self, collection: str, scroll_filter: Any) -> list[Any]:
+    def _scroll(self, collection: str, scroll_filter: Any, *, vectors: bool = False) -> list[Any]:
         points, offset = [], None
         while True:
             page, offset = self._client.scroll(
-                collection, scroll_filter=scroll_filter, limit=BATCH * 4, offset=offset
+                collection,
+                scroll_filter=scroll_filter,
+                limit=BATCH * 4,
+                offset=offset,
+                with_vectors=vectors,
             )
             points.extend(page)
             if offset is None:

@@ -21,6 +21,7 @@ from raglab.loaders import load_folder
 from raglab.records import Document
 from raglab.sqlite_store import SQLiteStore
 from raglab.stores import MemoryStore
+from tests.conftest import STORES
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 LEAVE = "acme/policies/leave.md"
@@ -59,11 +60,17 @@ class CountingFittable(Counting):
         return dataclasses.replace(self, inner=self.inner.fit(texts))
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=STORES)
 def store(request, tmp_path):
     if request.param == "memory":
-        return MemoryStore()
-    return SQLiteStore.create(tmp_path / "index.sqlite")
+        yield MemoryStore()
+    elif request.param == "qdrant":
+        from raglab.qdrant_store import QdrantStore
+
+        with QdrantStore.create(tmp_path / "index.qdrant") as created:
+            yield created
+    else:
+        yield SQLiteStore.create(tmp_path / "index.sqlite")
 
 
 @pytest.fixture
