@@ -23,6 +23,7 @@ from raglab.calibration import collect_examples, split_questions
 from raglab.chunking import Chunker, chunk
 from raglab.citations import CitationReport, parse_citations, verify_citations
 from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
+from raglab.embedding_cache import CachedEmbedder, cached
 from raglab.evaluation import (
     EvalReport,
     Question,
@@ -63,6 +64,7 @@ __all__ = [
     "AbstentionRule",
     "Answer",
     "AnswerFeatures",
+    "CachedEmbedder",
     "Chunk",
     "Chunker",
     "Citation",
@@ -97,6 +99,7 @@ __all__ = [
     "ask",
     "available_embedders",
     "build_prompt",
+    "cached",
     "can_read",
     "chunk",
     "collect_examples",
