@@ -64,8 +64,10 @@ lab: $(LAB_VENV)/.installed
 
 # tests/test_packaging.py builds the wheel and installs it into a fresh venv (about a
 # minute); the lint runs after the tests so that a style slip never hides a failing test.
+# The notebooks' embedding cache lives beside the test environment, not in the home folder:
+# notebook 06 reads back the MiniLM vectors notebook 05 computed.
 test: $(TEST_VENV)/.installed
-	$(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
+	RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
 		--nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
 	$(MAKE) --no-print-directory lint
 
