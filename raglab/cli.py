@@ -67,6 +67,7 @@ def run_command(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from raglab.embedders import available_embedders
+    from raglab.prompting import ORDERS
     from raglab.retrieval import METHODS
 
     parser = argparse.ArgumentParser(
@@ -122,6 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the offline extractive generator); key from RAGLAB_API_KEY",
     )
     ask.add_argument("--llm-model", metavar="NAME", help="the model name for --llm-url")
+    ask.add_argument(
+        "--max-tokens",
+        metavar="N",
+        type=positive_int,
+        default=None,
+        help="a budget of source text in tokens (MiniLM's WordPiece count): the best "
+        "chunks that fit, kept whole",
+    )
+    ask.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="rank",
+        help="sources best first (rank), or best first and last (ends: 'lost in the middle')",
+    )
     ask.add_argument(
         "--llm-timeout",
         metavar="SECONDS",
@@ -325,7 +340,14 @@ def run_ask(args: argparse.Namespace) -> int:
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
     answer = ask(
-        args.question, index, principal, k=args.k, method=args.retriever, generator=generator
+        args.question,
+        index,
+        principal,
+        k=args.k,
+        method=args.retriever,
+        generator=generator,
+        max_tokens=args.max_tokens,
+        order=args.order,
     )
     if args.json:
         print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))

@@ -171,6 +171,8 @@ def ask(
     method: str = DEFAULT_METHOD,
     generator: Generator | None = None,
     max_chars: int = 6000,
+    max_tokens: int | None = None,
+    order: str = "rank",
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
@@ -180,11 +182,13 @@ def ask(
 
     The answer's `[n]` markers are checked against what was retrieved for this question:
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
+    `max_tokens` (counted with MiniLM's WordPiece) and `order` ("rank" or "ends") are
+    `build_prompt`'s: a model's context window is counted in its own tokens.
     """
     if not question.strip():
         raise ValueError("question must not be empty")
     hits = index.search(question, principal, k=k, method=method)
-    prompt = build_prompt(question, hits, max_chars=max_chars)
+    prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
     if generator is None:
         generator = ExtractiveGenerator(embedder=answer_embedder(index, principal, method))
     text = generator.generate(prompt)

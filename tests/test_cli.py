@@ -261,3 +261,21 @@ def test_eval_retrieval_only_asks_for_no_answer_and_reports_no_answer_metrics(mo
     assert {key: full[key] for key in alone} == alone  # the retrieval figures are the same
     # Faster: no answer is generated (on the sample data about 2x end to end).
     assert alone_seconds < full_seconds, (alone_seconds, full_seconds)
+
+
+def test_ask_keeps_the_sources_within_a_token_budget_in_the_order_asked():
+    question = "How many vacation days do I get?"
+    wide = json.loads(
+        raglab("ask", question, "--docs", CORPUS, "--tenant", "acme", "--json").stdout
+    )
+    tight = json.loads(
+        raglab(
+            "ask", question, "--docs", CORPUS, "--tenant", "acme", "--json",
+            "--max-tokens", "150", "--order", "ends",
+        ).stdout
+    )  # fmt: skip
+    assert 1 <= len(tight["retrieved"]) < len(wide["retrieved"])
+    assert tight["retrieved"][0] == wide["retrieved"][0]  # the best stays first in either order
+    assert tight["verified"] is True
+    bad = raglab("ask", question, "--docs", CORPUS, "--max-tokens", "0", check=False)
+    assert bad.returncode == 2 and "--max-tokens" in bad.stderr
