@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from raglab.workbook.step_budget import Endless, step_budget
+
 PASSED, FAILED = "PASSED", "FAILED"
 NOT_IMPLEMENTED = "not implemented yet"
 SUMMARY_WIDTH = 60  # the width of the "=== 5 passed ===" line
@@ -135,9 +137,12 @@ def run_test(test: Callable[..., Any], engine: Any) -> TestResult:
         return TestResult(name, False, f"expected a test function, got {test!r}")
     args = (engine,) if _takes_an_argument(test) else ()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), _step_budget(STEP_BUDGET):
+        with (
+            contextlib.redirect_stdout(io.StringIO()),
+            step_budget(STEP_BUDGET, counted=_is_own_code),
+        ):
             test(*args)
-    except _Endless:
+    except Endless:
         return TestResult(
             name, False, f"did not finish (over {STEP_BUDGET:,} lines of the test run)"
         )
@@ -211,38 +216,6 @@ def _is_library(filename: str) -> bool:
     return path.startswith(_LIBRARY)
 
 
-class _Endless(BaseException):
-    # A BaseException, so a test's `except Exception:` cannot swallow it.
-    pass
-
-
-@contextlib.contextmanager
-def _step_budget(limit: int) -> Iterator[None]:
-    """Stop the test after `limit` executed lines of its own code (library lines are free).
-
-    subtle: returning None for a library frame's "call" event turns line tracing off
-    for that frame, so the engine and hypothesis run at nearly full speed.
-    """
-    steps = 0
-    own: dict[str, bool] = {}
-
-    def count_lines(frame, event, arg):
-        nonlocal steps
-        if event == "line":
-            steps += 1
-            if steps > limit:
-                raise _Endless
-        return count_lines
-
-    def on_call(frame, event, arg):
-        filename = frame.f_code.co_filename
-        if filename not in own:
-            own[filename] = not _is_library(filename)
-        return count_lines if own[filename] else None
-
-    previous = sys.gettrace()
-    sys.settrace(on_call)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
+def _is_own_code(filename: str) -> bool:
+    """Lines the step budget counts: the test's own, not the engine's or hypothesis's."""
+    return not _is_library(filename)

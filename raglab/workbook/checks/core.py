@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from raglab.workbook.step_budget import Endless, step_budget
+
 PASS, FAIL = "✅", "❌"
 NOT_IMPLEMENTED = "not implemented yet — write your solution in the cell above"
 NOT_IMPLEMENTED_CASE = "not implemented"
@@ -75,36 +77,6 @@ class Case:
 # --- running a learner's function safely ----------------------------------------------
 
 
-class _Endless(BaseException):
-    # A BaseException, so a learner's `except Exception:` inside the loop cannot swallow it.
-    pass
-
-
-@contextmanager
-def _step_budget(limit: int) -> Iterator[None]:
-    """Stop the code run inside this block after `limit` executed lines (an endless loop).
-
-    Works in any thread and on every platform, unlike an alarm signal. Raising from a
-    trace function raises inside the traced frame, and Python then removes the tracer.
-    """
-    steps = 0
-
-    def count(frame, event, arg):
-        nonlocal steps
-        if event == "line":
-            steps += 1
-            if steps > limit:
-                raise _Endless
-        return count
-
-    previous = sys.gettrace()
-    sys.settrace(count)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
-
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What a call did: returned `value`, or raised (`error` is the exception)."""
@@ -120,9 +92,9 @@ def call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Outcome:
     if name is not None:  # `chunk = reference.chunk`: the reference itself
         return Outcome(error=ReferenceHidden(_HIDDEN.format(name=name)))
     try:
-        with references_hidden(fn), _step_budget(STEP_BUDGET):
+        with references_hidden(fn), step_budget(STEP_BUDGET):
             return Outcome(value=fn(*args, **kwargs))
-    except _Endless:
+    except Endless:
         return Outcome(endless=True)
     except Exception as error:  # the learner's code may raise anything; report it, never crash
         return Outcome(error=error)
