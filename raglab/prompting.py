@@ -47,10 +47,13 @@ import itertools
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from raglab.records import Hit, content_hash
-from raglab.tokens import TokenCount
 from raglab.validation import check_int
+
+if TYPE_CHECKING:  # a type only: the tokenizer loads when a token budget is asked for
+    from raglab.tokens import TokenCount
 
 ABSTENTION = "I can't answer that from the provided sources."
 """The one sentence a generator replies with when the sources do not contain the answer.
