@@ -14,6 +14,7 @@ from raglab.citations import parse_citations as _parse_citations
 from raglab.vectors import cosine as _cosine
 from raglab.vectors import top_k as _top_k
 from raglab.workbook.checks import (
+    audit,
     chunking,
     contracts,
     design,
@@ -23,13 +24,14 @@ from raglab.workbook.checks import (
     testing,
     understand,
 )
+from raglab.workbook.checks.audit import *  # noqa: F403 — each module lists its checks in __all__
 from raglab.workbook.checks.chunking import (
     check_chunk,
     check_chunk_sections,
     check_split_sections,
     reference_sections,
 )
-from raglab.workbook.checks.contracts import *  # noqa: F403 — each module lists its checks in __all__
+from raglab.workbook.checks.contracts import *  # noqa: F403
 from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
@@ -47,6 +49,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **retrieval.CHECKS,  # 06
     **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
+    **audit.CHECKS,  # 10
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -71,6 +74,7 @@ REFERENCES: tuple[Callable, ...] = (
     generation.reference_decide,
     generation.AbstentionRule,
     generation.reference_markers,
+    *audit.REFERENCE_FIXES,  # 10
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -79,9 +83,16 @@ BUILDS_ON: dict[str, tuple[Callable, ...]] = {
     "search_readable": (_cosine, _top_k),  # 03: the filter is the exercise, not the ranking
     "top_k": (_cosine,),
     "filtered_top_k": (_cosine, _top_k),
+    # 10: a fix is built from the engine's parts (and the pipeline runs on them): all but
+    # the reference fixes themselves
+    **{
+        name: tuple(r for r in REFERENCES if r not in audit.REFERENCE_FIXES)
+        for name in audit.EXERCISES
+    },
 }
 
 __all__ = [
+    *audit.__all__,
     *understand.__all__,
     *contracts.__all__,
     *design.__all__,
