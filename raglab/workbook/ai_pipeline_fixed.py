@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 
 from raglab.access import can_read
@@ -29,7 +30,7 @@ from raglab.tokens import approx_tokens
 from raglab.vectors import top_k
 from raglab.workbook.ai_pipeline import AssistantPipeline
 
-__all__ = ["CONTEXT_BUDGET", "FIXES", "FixedPipeline", "with_fixes"]
+__all__ = ["CONTEXT_BUDGET", "FIXES", "FixedPipeline", "passing_with", "with_fixes"]
 
 CONTEXT_BUDGET = 1000
 """Tokens of source text per prompt (`approx_tokens`): the stand-in model's 2,048-token
@@ -128,6 +129,20 @@ def with_fixes(*names: str, **methods: Callable) -> type[AssistantPipeline]:
     body = {method: fn for name in names for method, fn in FIXES[name].items()}
     label = "+".join([*names, *methods]) or "none"
     return type(f"AssistantPipeline[{label}]", (AssistantPipeline,), {**body, **methods})
+
+
+@cache
+def passing_with(*names: str) -> frozenset[str]:
+    """The names of the audit tests that pass on the pipeline with the reference fixes `names`.
+
+    Run once per set of fixes (the tests are deterministic): the checks of notebook 10 and
+    its table of which fix turns which test green share the runs.
+    """
+    from raglab.workbook.audit_tests import audit_tests
+    from raglab.workbook.testrunner import run_test
+
+    pipeline = with_fixes(*names)()
+    return frozenset(test.__name__ for test in audit_tests() if run_test(test, pipeline).passed)
 
 
 FixedPipeline = with_fixes(*FIXES)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -69,7 +68,7 @@ def _check_fix(method: str, fn: Any, cases: Callable[[AssistantPipeline], int]) 
         return verdict(method, "callable", [f"expected a function, got {show(fn)}"])
     if getattr(fn, "__code__", None) is getattr(fixed.FIXES[method][method], "__code__", 1):
         return verdict(method, "yours", ["that is the reference fix: write your own"])
-    must_pass = [t for t in audit_tests() if t.__name__ in _passing_with(method)]
+    must_pass = [t for t in audit_tests() if t.__name__ in fixed.passing_with(method)]
     with references_hidden(fn):
         try:
             pipeline = _pipeline_with(method, fn)
@@ -88,14 +87,6 @@ def _check_fix(method: str, fn: Any, cases: Callable[[AssistantPipeline], int]) 
         method,
         None,
         [f"{len(must_pass)} audit tests pass with your {method}, and {extra} more cases"],
-    )
-
-
-@cache
-def _passing_with(fix: str) -> frozenset[str]:
-    """The audit tests that pass once the reference `fix` is in place (run once per fix)."""
-    return frozenset(
-        t.__name__ for t in audit_tests() if run_test(t, fixed.with_fixes(fix)()).passed
     )
 
 
@@ -261,15 +252,12 @@ def _rows(table: Any) -> list[tuple[str, str, str, str]] | str:
     return list(table)
 
 
-def _evidence(test_name: str, fix: str) -> str | None:
-    """None when `test_name` fails on the assistant's pipeline and passes with `fix`, else why."""
-    test = next(t for t in audit_tests() if t.__name__ == test_name)
-    before = run_test(test, AssistantPipeline())
-    if before.passed:
-        return f"{test_name} passes on the assistant's pipeline: it found nothing"
-    after = run_test(test, fixed.with_fixes(fix)())
-    if not after.passed:
-        return f"with {fix} fixed, {test_name} still fails: {after.message.splitlines()[0]}"
+def _evidence(test: str, fix: str) -> str | None:
+    """None when `test` fails on the assistant's pipeline and passes with `fix`, else why."""
+    if test in fixed.passing_with():
+        return f"{test} passes on the assistant's pipeline: it found nothing"
+    if test not in fixed.passing_with(fix):
+        return f"with {fix} fixed, {test} still fails: that fix is not what turns it green"
     return None
 
 
