@@ -91,8 +91,8 @@ def comparison_table(rows: Sequence[Compared]) -> str:
     >>> q = Question("q1", "What is my pay?", tenant="acme", answerable=False)
     >>> print(comparison_table([Compared("a", q, "Secret.", False, ("pay.md",), (), ())]))
     q1 What is my pay?  (acme)
-      a          Secret.
-                 cites pay.md
+      a   Secret.
+          cites pay.md
     """
     width = max((len(row.pipeline) for row in rows), default=0) + 2
     lines: list[str] = []
