@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from raglab.records import Chunk
 from raglab.stores import StoreError, _empty_meta
 
 SCHEMA_VERSION = 2
@@ -86,6 +89,41 @@ def _store_error(path: Path, error: sqlite3.DatabaseError) -> StoreError:
     if code.startswith("SQLITE_NOTADB"):  # maybe the user's own file: never say "delete it"
         return StoreError(f"index file {name!r} is not a raglab index (not a SQLite database)")
     return StoreError(f"index file {name!r} is corrupt ({error}): {REBUILD}")
+
+
+CHUNK_COLUMNS = (
+    "doc_id, idx, text, start_char, end_char, heading, title, tenant, groups, doc_version, vector"
+)
+READ_COLUMNS = CHUNK_COLUMNS.removesuffix(", vector")  # what a Chunk is made of
+
+
+def chunk_of(row: Sequence[Any], parsed: dict[str, tuple[str, ...]] | None = None) -> Chunk:
+    """The Chunk of a row read in READ_COLUMNS (or CHUNK_COLUMNS) order.
+
+    The first eight columns are Chunk's own first eight fields. `parsed` remembers the
+    groups lists already parsed, when many rows are read at once.
+    """
+    parsed = {} if parsed is None else parsed
+    if row[8] not in parsed:
+        parsed[row[8]] = tuple(json.loads(row[8]))
+    return Chunk(*row[:8], parsed[row[8]], row[9])
+
+
+def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
+    """A chunk as a row, in CHUNK_COLUMNS order."""
+    return (
+        chunk.doc_id,
+        chunk.index,
+        chunk.text,
+        chunk.start,
+        chunk.end,
+        chunk.heading,
+        chunk.title,
+        chunk.tenant,
+        json.dumps(list(chunk.groups)),
+        chunk.doc_version,
+        vector.astype("<f4").tobytes(),
+    )
 
 
 REBUILD = "delete it and run raglab index again"

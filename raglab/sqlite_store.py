@@ -23,11 +23,15 @@ import numpy as np
 from raglab.records import Chunk, Hit, Principal
 from raglab.sqlite_postings import Postings, part_key
 from raglab.sqlite_schema import (
+    CHUNK_COLUMNS,
     LOCK_WAIT_SECONDS,
+    READ_COLUMNS,
     REBUILD,
     SCHEMA_VERSION,
     check_pages,
     check_schema,
+    chunk_of,
+    chunk_row,
     connect,
     create_schema,
     read_meta,
@@ -52,11 +56,6 @@ from raglab.stores import (
 from raglab.validation import check_int
 
 __all__ = ["LOCK_WAIT_SECONDS", "SCHEMA_VERSION", "SQLiteStore"]
-
-_CHUNK_COLUMNS = (
-    "doc_id, idx, text, start_char, end_char, heading, title, tenant, groups, doc_version, vector"
-)
-_READ_COLUMNS = _CHUNK_COLUMNS.removesuffix(", vector")  # what a Chunk is made of
 
 
 class SQLiteStore(_SnapshotReads):
@@ -244,9 +243,9 @@ class SQLiteStore(_SnapshotReads):
             first = 1 + self._run("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence")[0][0]
             ids = range(first, first + len(new))
             self._run_many(
-                f"INSERT INTO chunks (id, {_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO chunks (id, {CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (i, *_chunk_row(chunk, vector))
+                    (i, *chunk_row(chunk, vector))
                     for i, (chunk, vector) in zip(
                         ids, ((c, v) for d in stored for c, v in zip(d.chunks, d.vectors))
                     )
@@ -379,9 +378,9 @@ class SQLiteStore(_SnapshotReads):
         """The chunks with these ids, read in one statement."""
         marks = ", ".join("?" * len(ids))
         rows = self._run(
-            f"SELECT id, {_READ_COLUMNS} FROM chunks WHERE id IN ({marks})", ids.tolist()
+            f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({marks})", ids.tolist()
         )
-        return {row[0]: Chunk(*row[1:9], tuple(json.loads(row[9])), row[10]) for row in rows}
+        return {row[0]: chunk_of(row[1:]) for row in rows}
 
     def _current(self) -> _Snapshot:
         self._refresh()
@@ -391,16 +390,9 @@ class SQLiteStore(_SnapshotReads):
 
     def _load_snapshot(self) -> _Snapshot:
         """Every chunk and vector in store order, the vectors as one matrix."""
-        rows = self._run(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx")
-        parsed: dict[str, tuple[str, ...]] = {}
-
-        def groups_of(text: str) -> tuple[str, ...]:  # few distinct group lists: parse each once
-            if text not in parsed:
-                parsed[text] = tuple(json.loads(text))
-            return parsed[text]
-
-        # Columns in _CHUNK_COLUMNS order: the first eight are Chunk's own first eight fields.
-        chunks = tuple(Chunk(*row[:8], groups_of(row[8]), row[9]) for row in rows)
+        rows = self._run(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx")
+        parsed: dict[str, tuple[str, ...]] = {}  # few distinct group lists: parse each once
+        chunks = tuple(chunk_of(row, parsed) for row in rows)
         dim = self._dim or 0
         blob = b"".join(row[-1] for row in rows)
         if len(blob) != len(rows) * dim * 4:
@@ -412,20 +404,3 @@ class SQLiteStore(_SnapshotReads):
         matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
         matrix.setflags(write=False)
         return _Snapshot(chunks, matrix)
-
-
-def _chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
-    """A chunk as a row, in _CHUNK_COLUMNS order."""
-    return (
-        chunk.doc_id,
-        chunk.index,
-        chunk.text,
-        chunk.start,
-        chunk.end,
-        chunk.heading,
-        chunk.title,
-        chunk.tenant,
-        json.dumps(list(chunk.groups)),
-        chunk.doc_version,
-        vector.astype("<f4").tobytes(),
-    )
