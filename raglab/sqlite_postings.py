@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
 
 import numpy as np
@@ -31,6 +31,7 @@ from raglab.text import tokenize
 RECORD = np.dtype([("chunk", "<i8"), ("tf", "<i4"), ("length", "<i4")])
 """One posting as stored: a chunk holding the word, the word's count, the chunk's length."""
 
+_NONE = np.empty(0, RECORD)
 _PARAMS = BM25()  # the retriever's BM25 settings (k1, b): the defaults
 
 
@@ -89,18 +90,22 @@ class Postings:
                 word, part = divmod(int(key), 1 << 32)
                 added.setdefault((words[word], part), []).append(block)
         removed = np.fromiter(self._removed, np.int64, len(self._removed))
-        for term, part in sorted(self._touched | set(added)):
-            stored = self._read(term, [part]).get(part, np.empty(0, RECORD))
-            merged = np.concatenate([stored, *added.get((term, part), [])])
-            if removed.size:  # after the merge: a chunk added and deleted in one go is gone
-                merged = merged[~np.isin(merged["chunk"], removed)]
-            if merged.size:
-                self._con.execute(
-                    "INSERT OR REPLACE INTO postings VALUES (?, ?, ?)",
-                    (term, part, merged.tobytes()),
-                )
-            else:
-                self._con.execute("DELETE FROM postings WHERE term = ? AND part = ?", (term, part))
+        first = self._con.execute("SELECT NOT EXISTS (SELECT 1 FROM postings)").fetchone()[0]
+        emptied: list[tuple[str, int]] = []
+
+        def merged_postings() -> Iterator[tuple[str, int, bytes]]:  # streamed: never all at once
+            for term, part in sorted(self._touched | set(added)):
+                stored = {} if first else self._read(term, [part])  # a first build reads nothing
+                merged = np.concatenate([stored.get(part, _NONE), *added.get((term, part), [])])
+                if removed.size:  # after the merge: a chunk added and deleted in one go is gone
+                    merged = merged[~np.isin(merged["chunk"], removed)]
+                if merged.size:
+                    yield term, part, merged.tobytes()
+                else:
+                    emptied.append((term, part))
+
+        self._con.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?)", merged_postings())
+        self._con.executemany("DELETE FROM postings WHERE term = ? AND part = ?", emptied)
         self.discard()
 
     def discard(self) -> None:
