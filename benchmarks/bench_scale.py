@@ -74,8 +74,12 @@ def generate(folder: Path, n_docs: int, seed: int = 0) -> None:
     done.write_text(f"{n_docs} {seed}")
 
 
-def run_measured(command: list[str], code: Path) -> tuple[float, float]:
-    """Run `command` with raglab from `code`: (wall seconds, the child's peak resident MB)."""
+def run_measured(command: list[str], code: Path) -> tuple[float, float, float]:
+    """Run `command` with raglab from `code`: (wall s, CPU s, the child's peak resident MB).
+
+    CPU time (user + system) is what a loaded machine distorts least: wall time also
+    counts the time spent waiting for a core.
+    """
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
     child = subprocess.Popen(  # cwd too: `python -m` puts it first on the import path
@@ -86,7 +90,7 @@ def run_measured(command: list[str], code: Path) -> tuple[float, float]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
         raise RuntimeError(f"{' '.join(command)} failed: {child.stderr.read().decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024  # kB on Linux
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # kB on Linux
 
 
 def raglab(*args: str) -> list[str]:
@@ -99,7 +103,9 @@ def index_size_mb(index: Path) -> float:
     return sum(f.stat().st_size for f in files if f.is_file()) / 1e6
 
 
-def measure(sizes: list[int], versions: dict[str, Path], work: Path, repeat: int) -> list[dict]:
+def measure(
+    sizes: list[int], versions: dict[str, Path], work: Path, repeat: int, keep: bool
+) -> list[dict]:
     rows = []
     for n_docs in sizes:
         docs = work / f"docs-{n_docs}"
@@ -107,17 +113,24 @@ def measure(sizes: list[int], versions: dict[str, Path], work: Path, repeat: int
         built = {}
         for name, code in versions.items():
             index = work / f"{name}-{n_docs}.sqlite"
-            for old in [index, *index.parent.glob(f"{index.name}.*")]:
-                old.unlink(missing_ok=True)
-            build_s, _ = run_measured(raglab("index", str(docs), "--index", str(index)), code)
+            timing = work / f"{name}-{n_docs}.build_s"
+            if not (keep and index.exists() and timing.exists()):
+                for old in [index, *index.parent.glob(f"{index.name}.*")]:
+                    old.unlink(missing_ok=True)
+                build_s, _, _ = run_measured(
+                    raglab("index", str(docs), "--index", str(index)), code
+                )
+                timing.write_text(str(build_s))
+            build_s = float(timing.read_text())
             built[name] = (index, build_s)
             print(f"{n_docs} docs, {name}: indexed in {build_s:.1f} s", flush=True)
-        best: dict[str, tuple[float, float]] = {name: (1e9, 0.0) for name in versions}
+        best = {name: (1e9, 1e9, 0.0) for name in versions}
         for _ in range(repeat):  # interleaved: every version sees the same load
             for name, code in versions.items():
                 command = raglab("ask", QUESTION, "--index", str(built[name][0]), *ASKER)
-                seconds, rss = run_measured(command, code)
-                best[name] = (min(best[name][0], seconds), max(best[name][1], rss))
+                wall, cpu, rss = run_measured(command, code)
+                before = best[name]
+                best[name] = (min(before[0], wall), min(before[1], cpu), max(before[2], rss))
         n_chunks = chunk_count(built[next(iter(versions))][0])
         for name in versions:
             index, build_s = built[name]
@@ -127,7 +140,8 @@ def measure(sizes: list[int], versions: dict[str, Path], work: Path, repeat: int
                 "chunks": n_chunks,
                 "vector_bytes": n_chunks * DIM * 4,
                 "cold_ask_s": round(best[name][0], 3),
-                "peak_rss_mb": round(best[name][1], 1),
+                "cold_ask_cpu_s": round(best[name][1], 3),
+                "peak_rss_mb": round(best[name][2], 1),
                 "index_build_s": round(build_s, 1),
                 "index_mb": round(index_size_mb(index), 1),
             }
@@ -154,6 +168,9 @@ def main() -> None:
         metavar="NAME=DIR",
         help="another copy of raglab to measure alongside this one (repeatable)",
     )
+    parser.add_argument(
+        "--keep-index", action="store_true", help="reuse indexes (and build times) left in --work"
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/raglab-scale"))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/scale.json")
     args = parser.parse_args()
@@ -162,7 +179,7 @@ def main() -> None:
     }
     args.work.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()
-    rows = measure(args.sizes, versions, args.work, args.repeat)
+    rows = measure(args.sizes, versions, args.work, args.repeat, args.keep_index)
     result = {
         "rows": [row for row in rows if row["version"] == "current"],
         "compared": [row for row in rows if row["version"] != "current"],

@@ -31,7 +31,6 @@ from raglab.text import tokenize
 RECORD = np.dtype([("chunk", "<i8"), ("tf", "<i4"), ("length", "<i4")])
 """One posting as stored: a chunk holding the word, the word's count, the chunk's length."""
 
-_NONE = np.empty(0, RECORD)
 _PARAMS = BM25()  # the retriever's BM25 settings (k1, b): the defaults
 
 
@@ -79,34 +78,42 @@ class Postings:
 
     def flush(self) -> None:
         """Merge the pending changes into the stored postings (before the commit)."""
-        added: dict[tuple[str, int], list[np.ndarray]] = {}
-        for words, keys, records in self._added:
-            if not keys.size:
-                continue
-            order = np.argsort(keys, kind="stable")
-            keys, records = keys[order], records[order]
-            starts = np.flatnonzero(np.diff(keys, prepend=-1))
-            for key, block in zip(keys[starts], np.split(records, starts[1:]), strict=True):
-                word, part = divmod(int(key), 1 << 32)
-                added.setdefault((words[word], part), []).append(block)
+        added = self._added_by_key()
         removed = np.fromiter(self._removed, np.int64, len(self._removed))
         first = self._con.execute("SELECT NOT EXISTS (SELECT 1 FROM postings)").fetchone()[0]
         emptied: list[tuple[str, int]] = []
 
         def merged_postings() -> Iterator[tuple[str, int, bytes]]:  # streamed: never all at once
-            for term, part in sorted(self._touched | set(added)):
-                stored = {} if first else self._read(term, [part])  # a first build reads nothing
-                merged = np.concatenate([stored.get(part, _NONE), *added.get((term, part), [])])
+            for key in sorted(self._touched | set(added)):
+                blobs = added.get(key, [])
+                if first and not removed.size and len(blobs) == 1:  # a first build: as it is
+                    yield *key, blobs[0]
+                    continue
+                stored = [] if first else list(self._read(key[0], [key[1]]).values())
+                merged = np.concatenate([*stored, *(np.frombuffer(b, RECORD) for b in blobs)])
                 if removed.size:  # after the merge: a chunk added and deleted in one go is gone
                     merged = merged[~np.isin(merged["chunk"], removed)]
                 if merged.size:
-                    yield term, part, merged.tobytes()
+                    yield *key, merged.tobytes()
                 else:
-                    emptied.append((term, part))
+                    emptied.append(key)
 
         self._con.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?)", merged_postings())
         self._con.executemany("DELETE FROM postings WHERE term = ? AND part = ?", emptied)
         self.discard()
+
+    def _added_by_key(self) -> dict[tuple[str, int], list[bytes]]:
+        """The pending new postings as packed records per (word, part), one entry per `add`."""
+        added: dict[tuple[str, int], list[bytes]] = {}
+        for words, keys, records in self._added:
+            order = np.argsort(keys, kind="stable")
+            keys, packed = keys[order], records[order].tobytes()
+            starts = np.flatnonzero(np.diff(keys, prepend=-1)).tolist()
+            size = RECORD.itemsize
+            for key, start, end in zip(keys[starts].tolist(), starts, starts[1:] + [len(keys)]):
+                word, part = divmod(key, 1 << 32)
+                added.setdefault((words[word], part), []).append(packed[start * size : end * size])
+        return added
 
     def discard(self) -> None:
         """Forget the pending changes (after a flush, or when the transaction rolls back)."""
