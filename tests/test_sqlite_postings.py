@@ -168,3 +168,25 @@ def test_a_stale_or_missing_vector_file_is_never_read(tmp_path):
     memory.delete_document(chunks[0].doc_id)
     assert len(list(tmp_path.glob("i.db.*.npy"))) == 2  # the old generation's files are gone
     assert_same_searches(SQLiteStore.open(tmp_path / "i.db"), memory, rng)
+
+
+def test_a_cold_ask_reads_no_chunk_it_does_not_return(tmp_path, monkeypatch):
+    """The defect: every cold `raglab ask` read every chunk (and refitted BM25 on them)."""
+    from raglab.pipeline import Index, ask
+    from tests.conftest import CORPUS
+
+    Index.from_folder(CORPUS, path=tmp_path / "i.db")
+    expected = ask("What does error E-204 mean?", Index.open(tmp_path / "i.db"), GLOBEX)
+
+    def read_everything(self):
+        raise AssertionError("a search read every chunk of the index")
+
+    monkeypatch.setattr(SQLiteStore, "_load_snapshot", read_everything)
+    for method in ("dense", "bm25", "hybrid"):
+        index = Index.open(tmp_path / "i.db")  # a fresh process's view: nothing cached
+        answer = ask("What does error E-204 mean?", index, GLOBEX, method=method)
+        assert answer.retrieved
+    assert ask("What does error E-204 mean?", Index.open(tmp_path / "i.db"), GLOBEX) == expected
+
+
+GLOBEX = Principal("cli", "globex")
