@@ -207,7 +207,8 @@ class SQLiteStore(_SnapshotReads):
         self._refresh()
         # Inside a write, count what it wrote so far; outside, read one state of the file.
         with nullcontext() if self._depth else self._reading(), sqlite_errors(self.path):
-            self._postings.flush()
+            if self._depth:
+                self._postings.flush()
             ids, scores = self._postings.scores(question, principal)
             keep = scores > min_score
             ids, scores = ids[keep], scores[keep]
@@ -375,12 +376,15 @@ class SQLiteStore(_SnapshotReads):
         return self._vector_file
 
     def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
-        """The chunks with these ids, read in one statement."""
-        marks = ", ".join("?" * len(ids))
-        rows = self._run(
-            f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({marks})", ids.tolist()
-        )
-        return {row[0]: chunk_of(row[1:]) for row in rows}
+        """The chunks with these ids, read a few hundred at a time (SQLite caps parameters)."""
+        found: dict[int, Chunk] = {}
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500].tolist()
+            sql = (
+                f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({', '.join('?' * len(batch))})"
+            )
+            found.update((row[0], chunk_of(row[1:])) for row in self._run(sql, batch))
+        return found
 
     def _current(self) -> _Snapshot:
         self._refresh()

@@ -190,3 +190,16 @@ def test_a_cold_ask_reads_no_chunk_it_does_not_return(tmp_path, monkeypatch):
 
 
 GLOBEX = Principal("cli", "globex")
+
+
+def test_thousands_of_ties_come_in_store_order(tmp_path):
+    chunks = [Chunk(f"d{n:05d}.md", 0, "alpha beta", 0, 10) for n in range(1500)]
+    memory = MemoryStore()
+    memory.add(chunks, np.ones((len(chunks), 8), np.float32))
+    with SQLiteStore.writing(tmp_path / "i.db") as store:
+        store.add(chunks, np.ones((len(chunks), 8), np.float32))
+    store = SQLiteStore.open(tmp_path / "i.db")
+    principal = Principal("u", "default")
+    expected = in_memory_bm25(memory, "alpha", principal, 3)
+    assert store.keyword_search("alpha", principal, 3) == expected
+    assert [hit.chunk.doc_id for hit in expected] == ["d00000.md", "d00001.md", "d00002.md"]
