@@ -20,6 +20,7 @@ from raglab.workbook.checks import (
     embeddings,
     generation,
     retrieval,
+    scale,
     testing,
     understand,
 )
@@ -35,6 +36,7 @@ from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
+from raglab.workbook.checks.scale import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
 
@@ -47,6 +49,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **retrieval.CHECKS,  # 06
     **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
+    **scale.CHECKS,  # 11
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -71,6 +74,7 @@ REFERENCES: tuple[Callable, ...] = (
     generation.reference_decide,
     generation.AbstentionRule,
     generation.reference_markers,
+    scale.reference_knn_recall,  # 11
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -88,6 +92,7 @@ __all__ = [
     *embeddings.__all__,
     *generation.__all__,
     *retrieval.__all__,
+    *scale.__all__,
     *testing.__all__,
     "BUILDS_ON",
     "CHECKS",
