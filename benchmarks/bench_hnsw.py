@@ -54,6 +54,7 @@ from _util import print_table
 
 from raglab.vectors import UnitMatrix, top_k
 from raglab.viz_scale import clustered_unit_vectors
+from raglab.workbook.checks.scale import reference_knn_recall as recall_at_k  # notebook 11's
 
 VECTORS, DIM, K = 100_000, 384, 10
 QUERIES = 500  # for recall and HNSW timing
@@ -67,12 +68,6 @@ GROWN = (16, 100)  # the index built in stages, reused by the sweep (a graph bui
 # with one thread is the same graph)
 GROWTH_EF = 64
 OUT = Path(__file__).resolve().parent / "results" / "hnsw.json"
-
-
-def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
-    """Mean share of each query's exact top k found by the approximate search."""
-    hits = [len(set(a.tolist()) & set(e.tolist())) for a, e in zip(found, exact)]
-    return sum(hits) / exact.size
 
 
 def seconds_per_query(search: Callable[[np.ndarray], object], queries: np.ndarray) -> float:

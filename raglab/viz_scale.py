@@ -25,6 +25,7 @@ from raglab.viz import OKABE_ITO, QUESTION_COLOUR, _figure
 
 __all__ = [
     "SCALE_FIELDS",
+    "Setting",
     "Synthetic",
     "clustered_unit_vectors",
     "fastest_setting",
@@ -237,6 +238,7 @@ def plot_recall_speed(results: Mapping[str, Any], *, target: float = 0.95) -> An
     ax.axhline(target, color="grey", lw=1, ls="--")
     best = fastest_setting(results, target)
     if best is not None:
+        _label_ef_search(ax, results, best)
         ax.plot(best.queries_per_s, best.recall, "o", ms=16, mfc="none", mec="black", mew=2)
         ratio = best.queries_per_s / exact["queries_per_s"]
         ax.annotate(
@@ -256,6 +258,21 @@ def plot_recall_speed(results: Mapping[str, Any], *, target: float = 0.95) -> An
     setup = results["setup"]
     ax.set_title(f"{setup['vectors']:,} vectors of {setup['dim']} dimensions", fontsize=10)
     return fig
+
+
+def _label_ef_search(ax: Any, results: Mapping[str, Any], best: Setting) -> None:
+    """Write each ef_search beside its dot, on the line of the marked setting's index."""
+    for index in results["hnsw"]:
+        if (index["M"], index["ef_construction"]) != (best.m, best.ef_construction):
+            continue
+        for s in index["searches"]:
+            ax.annotate(
+                f"ef {s['ef_search']}",
+                (s["queries_per_s"], s["recall_at_10"]),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize=7,
+            )
 
 
 def plot_hnsw_growth(results: Mapping[str, Any]) -> Any:

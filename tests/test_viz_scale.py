@@ -183,8 +183,11 @@ def test_recall_against_speed_draws_a_line_per_index_and_marks_the_fastest_good_
     rings = [line for line in ax.get_lines() if line.get_markerfacecolor() == "none"]
     assert len(rings) == 1
     assert (rings[0].get_xdata()[0], rings[0].get_ydata()[0]) == (1500.0, 0.96)
-    (note,) = ax.texts
+    note, *ef_labels = sorted(ax.texts, key=lambda text: -len(text.get_text()))
     assert "M=16, ef_search=32" in note.get_text() and "30× exact" in note.get_text()
+    # the marked index's line carries its ef_search values, the other line none
+    assert sorted(text.get_text() for text in ef_labels) == ["ef 10", "ef 32", "ef 64"]
+    assert {text.xy for text in ef_labels} == {(3000.0, 0.90), (1500.0, 0.96), (700.0, 0.99)}
     fig.savefig(__import__("io").BytesIO(), format="png")
 
 
