@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 import hnswlib
@@ -240,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "threads": 1,
         "data": "raglab.viz_scale.clustered_unit_vectors(seed=0): 1,000 topics, unit float32",
         "exact": "raglab.top_k over a UnitMatrix",
-        "library": f"hnswlib {getattr(hnswlib, '__version__', 'unknown')}, space='ip'",
+        "library": f"hnswlib {metadata.version('hnswlib')}, space='ip'",
         "numpy": np.__version__,
         "python": platform.python_version(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
