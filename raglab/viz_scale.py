@@ -211,6 +211,32 @@ def growth_exponent(x: Sequence[float], y: Sequence[float]) -> float:
 # --- drawing --------------------------------------------------------------------------------
 
 
+def _log_axes(ax: Any, *, x: bool = True, y: bool = True) -> None:
+    """Logarithmic axes labelled in plain numbers (200, 500, 1000), not powers of ten."""
+    from matplotlib.ticker import FuncFormatter
+
+    def major(value: float, _: int) -> str:
+        return f"{value:,.10g}"
+
+    def minor(value: float, _: int) -> str:  # only the 2s and 5s between two powers of ten
+        leading = round(value / 10 ** np.floor(np.log10(value))) if value > 0 else 0
+        return major(value, 0) if leading in (2, 5) else ""
+
+    for on, axis, scale in ((x, ax.xaxis, ax.set_xscale), (y, ax.yaxis, ax.set_yscale)):
+        if on:
+            scale("log")
+            axis.set_major_formatter(FuncFormatter(major))
+            axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _ticks_at(ax: Any, x: Sequence[float]) -> None:
+    """x ticks at the measured sizes only: a few points on a log axis, each one named."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(list(x), [f"{value:,.10g}" for value in x])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_recall_speed(results: Mapping[str, Any], *, target: float = 0.95) -> Any:
     """recall@10 against queries per second: a line per HNSW index over its `ef_search`.
 
@@ -251,7 +277,7 @@ def plot_recall_speed(results: Mapping[str, Any], *, target: float = 0.95) -> An
             fontsize=8,
             arrowprops={"arrowstyle": "-", "color": "black", "lw": 0.8},
         )
-    ax.set_xscale("log")
+    _log_axes(ax, y=False)
     ax.set_xlabel("queries per second, one core (log scale)")
     ax.set_ylabel("recall@10 against exact search")
     ax.legend(loc="lower left", fontsize=8)
@@ -288,8 +314,8 @@ def plot_hnsw_growth(results: Mapping[str, Any]) -> Any:
         ms = [row[key] for row in rows]
         slope = growth_exponent(n, ms)
         ax.plot(n, ms, color=colour, marker=marker, lw=2, label=f"{name}: grows like N^{slope:.2f}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    _log_axes(ax)
+    _ticks_at(ax, n)
     ax.set_xlabel("vectors searched, N (log scale)")
     ax.set_ylabel("milliseconds per query (log scale)")
     ax.legend(loc="center right", fontsize=8)
@@ -313,8 +339,8 @@ def plot_cold_start(data: Mapping[str, Any], *, source: str = "scale.json") -> A
     """Cold `raglab ask` time and peak memory against corpus size, both axes logarithmic.
 
     The legend gives each curve's growth exponent (1 = linear in the corpus). The memory
-    panel draws the vectors' own size beside the process's peak, the floor a process that
-    copies the matrix cannot go below.
+    panel draws the vectors' own size beside the process's peak (the floor for a process
+    that copies the matrix) and twice that size (the project's goal for the peak).
     """
     rows = scale_rows(data, source=source)
     docs = [row["documents"] for row in rows]
@@ -342,10 +368,13 @@ def plot_cold_start(data: Mapping[str, Any], *, source: str = "scale.json") -> A
     right.plot(
         docs, vectors, color="grey", ls="--", marker="s", lw=1.5, label="the vectors' own size"
     )
+    right.plot(
+        docs, [2 * v for v in vectors], color="grey", ls=":", lw=1.5, label="2× the vectors (goal)"
+    )
     right.set_ylabel("MB")
     for ax in (left, right):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _log_axes(ax)
+        _ticks_at(ax, docs)
         ax.set_xlabel("documents (log scale)")
         ax.legend(loc="upper left", fontsize=8)
     left.set_title("cold raglab ask", fontsize=10)

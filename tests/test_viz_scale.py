@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import matplotlib
@@ -188,7 +189,7 @@ def test_recall_against_speed_draws_a_line_per_index_and_marks_the_fastest_good_
     # the marked index's line carries its ef_search values, the other line none
     assert sorted(text.get_text() for text in ef_labels) == ["ef 10", "ef 32", "ef 64"]
     assert {text.xy for text in ef_labels} == {(3000.0, 0.90), (1500.0, 0.96), (700.0, 0.99)}
-    fig.savefig(__import__("io").BytesIO(), format="png")
+    fig.savefig(io.BytesIO(), format="png")
 
 
 def test_recall_against_speed_without_a_good_setting_marks_nothing():
@@ -214,10 +215,17 @@ def test_cold_start_draws_time_and_memory_against_documents_sorted():
     (time_line,) = left.get_lines()
     assert list(time_line.get_xdata()) == [2_000, 20_000, 200_000]
     assert time_line.get_label() == "cold ask: N^1.00"
-    peak, vectors = right.get_lines()
+    peak, vectors, goal = right.get_lines()
     assert peak.get_label() == "peak memory: N^0.50"
     assert list(vectors.get_ydata()) == [d * 4 * 1536 / 1e6 for d in (2_000, 20_000, 200_000)]
-    fig.savefig(__import__("io").BytesIO(), format="png")
+    assert list(goal.get_ydata()) == [2 * y for y in vectors.get_ydata()]
+    # plain numbers on the log axes, not powers of ten
+    fig.savefig(io.BytesIO(), format="png")  # drawing sets the tick labels
+    ticks = [t.get_text() for t in left.xaxis.get_majorticklabels() if t.get_text()]
+    assert ticks == ["2,000", "20,000", "200,000"]  # the measured sizes, in plain numbers
+    values = [t.get_text() for t in right.yaxis.get_majorticklabels() if t.get_text()]
+    assert values and not [t for t in values if "^" in t or "{" in t]
+    fig.savefig(io.BytesIO(), format="png")
 
 
 def test_cold_start_refuses_rows_without_a_field_naming_it():
