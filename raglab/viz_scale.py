@@ -323,60 +323,75 @@ def plot_hnsw_growth(results: Mapping[str, Any]) -> Any:
     return fig
 
 
-def scale_rows(data: Mapping[str, Any], *, source: str = "scale.json") -> list[dict[str, Any]]:
-    """The rows of the cold-start benchmark, checked, smallest corpus first."""
-    rows = data.get("rows") if isinstance(data, Mapping) else None
+def scale_rows(
+    data: Mapping[str, Any],
+    *,
+    key: str = "rows",
+    time_key: str = "cold_ask_s",
+    source: str = "scale.json",
+) -> list[dict[str, Any]]:
+    """The rows of the cold-start benchmark under `key`, checked, smallest corpus first."""
+    rows = data.get(key) if isinstance(data, Mapping) else None
     if not isinstance(rows, list) or len(rows) < 2:
-        raise ValueError(f"{source}: needs a list 'rows' of two or more corpus sizes")
+        raise ValueError(f"{source}: needs a list {key!r} of two or more corpus sizes")
     for i, row in enumerate(rows):
-        missing = [key for key in SCALE_FIELDS if key not in row]
+        missing = [field for field in (*SCALE_FIELDS, time_key) if field not in row]
         if missing:
-            raise ValueError(f"{source}: row {i} has no {', '.join(missing)}")
+            raise ValueError(f"{source}: {key}[{i}] has no {', '.join(dict.fromkeys(missing))}")
     return sorted(rows, key=lambda row: row["documents"])
 
 
-def plot_cold_start(data: Mapping[str, Any], *, source: str = "scale.json") -> Any:
+def plot_cold_start(
+    data: Mapping[str, Any], *, time_key: str = "cold_ask_s", source: str = "scale.json"
+) -> Any:
     """Cold `raglab ask` time and peak memory against corpus size, both axes logarithmic.
 
-    The legend gives each curve's growth exponent (1 = linear in the corpus). The memory
-    panel draws the vectors' own size beside the process's peak (the floor for a process
-    that copies the matrix) and twice that size (the project's goal for the peak).
+    `data["rows"]` is drawn solid; `data["compared"]`, if there (the code before a change,
+    on the same corpora), dashed beside it. `time_key` picks the time: wall seconds
+    (`cold_ask_s`) or, on a loaded machine, CPU seconds (`cold_ask_cpu_s`). The legend gives
+    each curve's growth exponent (1 = linear in the corpus). The memory panel draws the
+    vectors' own size (the floor for a process that copies the matrix) and twice that size
+    (the project's goal for the peak).
     """
-    rows = scale_rows(data, source=source)
-    docs = [row["documents"] for row in rows]
-    seconds = [row["cold_ask_s"] for row in rows]
-    peak = [row["peak_rss_mb"] for row in rows]
-    vectors = [row["vector_bytes"] / 1e6 for row in rows]
+    series = [("now", scale_rows(data, time_key=time_key, source=source), "-")]
+    if "compared" in data:
+        before = scale_rows(data, key="compared", time_key=time_key, source=source)
+        series.insert(0, ("before", before, "--"))
     fig, (left, right) = _figure(2)
-    left.plot(
-        docs,
-        seconds,
-        color=OKABE_ITO[4],
-        marker="o",
-        lw=2,
-        label=f"cold ask: N^{growth_exponent(docs, seconds):.2f}",
-    )
-    left.set_ylabel("seconds to the first answer")
-    right.plot(
-        docs,
-        peak,
-        color=OKABE_ITO[3],
-        marker="o",
-        lw=2,
-        label=f"peak memory: N^{growth_exponent(docs, peak):.2f}",
-    )
-    right.plot(
-        docs, vectors, color="grey", ls="--", marker="s", lw=1.5, label="the vectors' own size"
-    )
-    right.plot(
-        docs, [2 * v for v in vectors], color="grey", ls=":", lw=1.5, label="2× the vectors (goal)"
-    )
+    for name, rows, style in series:
+        docs = [row["documents"] for row in rows]
+        seconds = [row[time_key] for row in rows]
+        peak = [row["peak_rss_mb"] for row in rows]
+        left.plot(
+            docs,
+            seconds,
+            color=OKABE_ITO[4],
+            ls=style,
+            marker="o",
+            lw=2,
+            label=f"{name}: N^{growth_exponent(docs, seconds):.2f}",
+        )
+        right.plot(
+            docs,
+            peak,
+            color=OKABE_ITO[3],
+            ls=style,
+            marker="o",
+            lw=2,
+            label=f"peak, {name}: N^{growth_exponent(docs, peak):.2f}",
+        )
+    docs = [row["documents"] for row in series[-1][1]]
+    vectors = [row["vector_bytes"] / 1e6 for row in series[-1][1]]
+    right.plot(docs, vectors, color="grey", ls=":", marker="s", lw=1.5, label="the vectors' size")
+    right.plot(docs, [2 * v for v in vectors], color="grey", lw=1, label="2× the vectors (goal)")
+    cpu = "CPU " if "cpu" in time_key else ""
+    left.set_ylabel(f"{cpu}seconds to the first answer")
     right.set_ylabel("MB")
     for ax in (left, right):
         _log_axes(ax)
         _ticks_at(ax, docs)
         ax.set_xlabel("documents (log scale)")
-        ax.legend(loc="upper left", fontsize=8)
-    left.set_title("cold raglab ask", fontsize=10)
-    right.set_title("peak memory of that process", fontsize=10)
+        ax.legend(loc="best", fontsize=8)
+    left.set_title("a cold raglab ask", fontsize=10)
+    right.set_title("its peak memory", fontsize=10)
     return fig

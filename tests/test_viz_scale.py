@@ -212,29 +212,48 @@ def test_cold_start_draws_time_and_memory_against_documents_sorted():
     for ax in (left, right):
         assert ax.get_xscale() == ax.get_yscale() == "log"
         assert "documents" in ax.get_xlabel()
+    assert left.get_ylabel() == "seconds to the first answer"
     (time_line,) = left.get_lines()
     assert list(time_line.get_xdata()) == [2_000, 20_000, 200_000]
-    assert time_line.get_label() == "cold ask: N^1.00"
+    assert time_line.get_label() == "now: N^1.00"
     peak, vectors, goal = right.get_lines()
-    assert peak.get_label() == "peak memory: N^0.50"
+    assert peak.get_label() == "peak, now: N^0.50"
     assert list(vectors.get_ydata()) == [d * 4 * 1536 / 1e6 for d in (2_000, 20_000, 200_000)]
     assert list(goal.get_ydata()) == [2 * y for y in vectors.get_ydata()]
-    # plain numbers on the log axes, not powers of ten
     fig.savefig(io.BytesIO(), format="png")  # drawing sets the tick labels
     ticks = [t.get_text() for t in left.xaxis.get_majorticklabels() if t.get_text()]
     assert ticks == ["2,000", "20,000", "200,000"]  # the measured sizes, in plain numbers
     values = [t.get_text() for t in right.yaxis.get_majorticklabels() if t.get_text()]
     assert values and not [t for t in values if "^" in t or "{" in t]
-    fig.savefig(io.BytesIO(), format="png")
+
+
+def test_cold_start_draws_the_code_before_dashed_and_cpu_time_when_asked():
+    data = scale_results()
+    for row in data["rows"]:
+        row["cold_ask_cpu_s"] = row["cold_ask_s"] / 2
+    data["compared"] = [
+        {**row, "cold_ask_cpu_s": row["documents"] / 1000, "peak_rss_mb": row["documents"] / 10}
+        for row in data["rows"]
+    ]
+    left, right = plot_cold_start(data, time_key="cold_ask_cpu_s").axes
+    assert left.get_ylabel() == "CPU seconds to the first answer"
+    before, now = left.get_lines()
+    assert (before.get_label(), before.get_linestyle()) == ("before: N^1.00", "--")
+    assert (now.get_label(), now.get_linestyle()) == ("now: N^1.00", "-")
+    assert list(now.get_ydata()) == [d / 20_000 for d in (2_000, 20_000, 200_000)]
+    labels = [line.get_label() for line in right.get_lines()]
+    assert labels[:2] == ["peak, before: N^1.00", "peak, now: N^0.50"]
 
 
 def test_cold_start_refuses_rows_without_a_field_naming_it():
     data = scale_results()
     del data["rows"][1]["peak_rss_mb"]
-    with pytest.raises(ValueError, match="scale.json: row 1 has no peak_rss_mb"):
+    with pytest.raises(ValueError, match=r"scale.json: rows\[1\] has no peak_rss_mb"):
         plot_cold_start(data)
     with pytest.raises(ValueError, match="two or more corpus sizes"):
         plot_cold_start({"rows": data["rows"][:1]})
+    with pytest.raises(ValueError, match=r"rows\[0\] has no cold_ask_cpu_s"):
+        plot_cold_start(scale_results(), time_key="cold_ask_cpu_s")
 
 
 def test_the_committed_hnsw_results_draw():
