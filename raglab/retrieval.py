@@ -143,6 +143,9 @@ class Retriever:
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
+        stored = getattr(self.store, "keyword_search", None)  # BM25 kept in the index file
+        if stored is not None and (min_score is None or min_score >= 0):
+            return stored(question, principal, k, min_score=min_score or 0.0)
         chunks = self.store.chunks(principal)
         if not chunks:
             return []

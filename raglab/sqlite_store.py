@@ -1,7 +1,11 @@
 """The SQLite store: one index file holding documents, chunks, float32 vectors and settings.
 
-It reads through the same code as the in-memory store (`raglab.stores`), so both return
-the same hits, ties included; only where the rows live differs.
+It returns the same hits as the in-memory store (`raglab.stores`), ties included; only
+where the rows live differs. A search reads no more than it needs, so that a cold
+`raglab ask` does not grow with the corpus: dense search maps the vectors from a file
+beside the index (`raglab.sqlite_vectors`), keyword search reads the postings of the
+question's words (`raglab.sqlite_postings`), and only the hits' chunks are read back.
+The tables and file checks are in `raglab.sqlite_schema`.
 """
 
 from __future__ import annotations
@@ -9,13 +13,32 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Self
+from uuid import uuid4
 
 import numpy as np
 
-from raglab.records import Chunk
+from raglab.records import Chunk, Hit, Principal
+from raglab.sqlite_postings import Postings, part_key
+from raglab.sqlite_schema import (
+    CHUNK_COLUMNS,
+    LOCK_WAIT_SECONDS,
+    READ_COLUMNS,
+    REBUILD,
+    SCHEMA_VERSION,
+    check_pages,
+    check_schema,
+    chunk_of,
+    chunk_row,
+    connect,
+    create_schema,
+    read_meta,
+    sqlite_errors,
+    tables,
+)
+from raglab.sqlite_vectors import VectorFile, change_counter, vector_file
 
 # The reading path and the settings checks are shared with the memory store.
 from raglab.stores import (
@@ -24,41 +47,15 @@ from raglab.stores import (
     StoreError,
     _check_dim,
     _checked_meta,
+    _checked_query,
     _dim_from_meta,
-    _empty_meta,
     _prepare_documents,
     _Snapshot,
     _SnapshotReads,
 )
+from raglab.validation import check_int
 
-SCHEMA_VERSION = 1
-"""Bumped whenever the tables change; a file with another version is refused, not guessed at."""
-
-LOCK_WAIT_SECONDS = 10.0
-"""How long a reader or writer waits for another process's write to finish before giving up."""
-
-FORMAT = "raglab-index"
-"""Written into every index's meta table, so any other SQLite file is recognised as foreign."""
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);  -- values are JSON
-CREATE TABLE documents (
-    id TEXT PRIMARY KEY, version TEXT NOT NULL, hash TEXT NOT NULL,
-    tenant TEXT NOT NULL, groups TEXT NOT NULL, title TEXT NOT NULL
-);
-CREATE TABLE chunks (
-    doc_id TEXT NOT NULL REFERENCES documents(id), idx INTEGER NOT NULL,
-    text TEXT NOT NULL, start_char INTEGER NOT NULL, end_char INTEGER NOT NULL,
-    heading TEXT NOT NULL, title TEXT NOT NULL, tenant TEXT NOT NULL, groups TEXT NOT NULL,
-    doc_version TEXT NOT NULL,
-    vector BLOB NOT NULL,  -- little-endian float32, dim * 4 bytes
-    PRIMARY KEY (doc_id, idx)
-);
-"""
-
-_CHUNK_COLUMNS = (
-    "doc_id, idx, text, start_char, end_char, heading, title, tenant, groups, doc_version, vector"
-)
+__all__ = ["LOCK_WAIT_SECONDS", "SCHEMA_VERSION", "SQLiteStore"]
 
 
 class SQLiteStore(_SnapshotReads):
@@ -66,8 +63,8 @@ class SQLiteStore(_SnapshotReads):
 
     Make one with `SQLiteStore.create(path)`, reopen it with `SQLiteStore.open(path)`;
     `SQLiteStore.writing(path)` is the one way to write a file another process may use.
-    Searches load every vector into one numpy matrix once and reuse it until the next
-    write (here or by another process), instead of reading rows one by one.
+    A search maps the vectors and reads postings as they are after the last write (here or
+    by another process); `chunks()` and `vectors()` read every row into memory once.
     Order is by document id, then chunk index: SQLite compares text as UTF-8 bytes,
     which sorts exactly like Python compares str.
     """
@@ -79,6 +76,9 @@ class SQLiteStore(_SnapshotReads):
         self._depth = 0  # transaction nesting: only the outermost one commits
         self._snapshot: _Snapshot | None = None
         self._data_version = -1
+        self._postings = Postings(connection)
+        self._changed = False  # chunks written in this transaction: a new vector file is due
+        self._vector_file: VectorFile | None = None
         self._load_settings()
 
     def __repr__(self) -> str:
@@ -103,9 +103,9 @@ class SQLiteStore(_SnapshotReads):
         path = Path(path)
         if not path.exists():
             raise StoreError(f"index file {str(path)!r} does not exist")
-        con = _connect(path, mode="rw")
+        con = connect(path, mode="rw")
         try:
-            _check_schema(con, path)
+            check_schema(con, path)
             return cls(con, path)
         except BaseException:
             con.close()
@@ -129,15 +129,15 @@ class SQLiteStore(_SnapshotReads):
         into ours. The store stays open for reading after the block.
         """
         path = Path(path)
-        con = _connect(path, mode="rwc")
+        con = connect(path, mode="rwc")
         try:
-            with _sqlite_errors(path):
+            with sqlite_errors(path):
                 con.execute("BEGIN IMMEDIATE")  # the write lock, held until COMMIT below
-                if _tables(con):
-                    _check_schema(con, path)
-                    _check_pages(con, path)
+                if tables(con):
+                    check_schema(con, path)
+                    check_pages(con, path)
                 else:  # a new file, or one whose first build never finished
-                    _create_schema(con, _check_dim(dim))
+                    create_schema(con, _check_dim(dim))
             store = cls(con, path)
         except BaseException:
             con.close()
@@ -183,6 +183,44 @@ class SQLiteStore(_SnapshotReads):
             for doc_id, version, hash_, tenant, groups, title in rows
         }
 
+    def search(
+        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
+        self._refresh()
+        if self._depth or not self._generation:  # inside a write: read the rows as they stand
+            return super().search(query, principal, k, min_score=min_score)
+        k = check_int("k", k, minimum=1)
+        q = _checked_query(query, self._dim)
+        with self._reading():  # one view of the file: no write lands between the reads
+            parts = self._postings.readable_parts(principal)
+            _, ids, scores = self._vectors().search(q, set(parts), k)
+            chunks = self._chunks_by_id(ids)
+        hits = [Hit(chunks[i], float(s)) for i, s in zip(ids.tolist(), scores, strict=True)]
+        return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
+
+    def keyword_search(
+        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+    ) -> list[Hit]:
+        """The top-k chunks by BM25 fitted on the chunks `principal` may read, scoring above
+        `min_score` (>= 0): the hits of `raglab.bm25.BM25`, read from the stored postings."""
+        k = check_int("k", k, minimum=1)
+        self._refresh()
+        # Inside a write, count what it wrote so far; outside, read one state of the file.
+        with nullcontext() if self._depth else self._reading(), sqlite_errors(self.path):
+            if self._depth:
+                self._postings.flush()
+            ids, scores = self._postings.scores(question, principal)
+            keep = scores > min_score
+            ids, scores = ids[keep], scores[keep]
+            if len(scores) > k:  # only the k-th best score and above can be hits (ties too)
+                keep = scores >= -np.partition(-scores, k - 1)[k - 1]
+                ids, scores = ids[keep], scores[keep]
+            chunks = self._chunks_by_id(ids)
+        found = [(float(s), chunks[i]) for i, s in zip(ids.tolist(), scores, strict=True)]
+        # Best first; equal scores in store order (document id, then chunk index), as BM25.
+        found.sort(key=lambda hit: (-hit[0], hit[1].doc_id, hit[1].index))
+        return [Hit(chunk, score) for score, chunk in found[:k]]
+
     # -- writing
 
     def add(
@@ -202,19 +240,33 @@ class SQLiteStore(_SnapshotReads):
                     for r in (d.record for d in stored)
                 ],
             )
+            new = [c for doc in stored for c in doc.chunks]
+            first = 1 + self._run("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence")[0][0]
+            ids = range(first, first + len(new))
             self._run_many(
-                f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO chunks (id, {CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    _chunk_row(chunk, vector)
-                    for doc in stored
-                    for chunk, vector in zip(doc.chunks, doc.vectors)
+                    (i, *chunk_row(chunk, vector))
+                    for i, (chunk, vector) in zip(
+                        ids, ((c, v) for d in stored for c, v in zip(d.chunks, d.vectors))
+                    )
                 ],
             )
+            parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
+            self._postings.add(ids, [c.text for c in new], parts)
+            self._changed = True
 
     def delete_document(self, doc_id: str) -> int:
         with self.transaction():
-            removed = self._run("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))[0][0]
+            rows = self._run(
+                "SELECT id, text, tenant, groups FROM chunks WHERE doc_id = ?", (doc_id,)
+            )
+            keys = [part_key(tenant, json.loads(groups)) for _, _, tenant, groups in rows]
+            parts = self._postings.part_ids(keys)
+            self._postings.remove([r[0] for r in rows], [r[1] for r in rows], parts)
             self._run("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+            self._changed = self._changed or bool(rows)
+            removed = len(rows)
             self._run("DELETE FROM documents WHERE id = ?", (doc_id,))
         return removed
 
@@ -249,25 +301,45 @@ class SQLiteStore(_SnapshotReads):
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Every statement goes through here, so every SQLite failure becomes one clear error."""
-        with _sqlite_errors(self.path):
+        with sqlite_errors(self.path):
             return self._con.execute(sql, params).fetchall()
 
     def _run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with _sqlite_errors(self.path):
+        with sqlite_errors(self.path):
             self._con.executemany(sql, rows)
 
     def _end(self, statement: str) -> None:
         """COMMIT or ROLLBACK the outermost transaction, then forget what may not have landed."""
+        changed = self._changed and statement == "COMMIT"
         try:
+            if changed:  # postings and the vectors' generation land with the chunks
+                self._postings.flush()
+                self._write_meta({"generation": uuid4().hex})
             self._run(statement)
-        except StoreError:  # a COMMIT refused (say, busy) leaves the transaction open: end it
+        except BaseException:  # a COMMIT refused (say, busy) leaves the transaction open: end it
             if self._con.in_transaction:
                 self._con.execute("ROLLBACK")
+            changed = False
             raise
         finally:
             self._depth = 0
             self._snapshot = None
+            self._changed = False
+            self._postings.discard()
         self._load_settings()
+        if changed and self._dim:
+            with self._reading():  # written now, so the first question finds them ready
+                self._vectors()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read transaction: while it lasts, no other process can commit a write."""
+        self._run("BEGIN")
+        try:
+            self._run("SELECT 1 FROM meta LIMIT 1")  # BEGIN is lazy: this takes the read lock
+            yield
+        finally:
+            self._run("COMMIT")
 
     def _write_meta(self, values: Mapping[str, Any]) -> None:
         self._run_many(
@@ -276,9 +348,11 @@ class SQLiteStore(_SnapshotReads):
         )
 
     def _load_settings(self) -> None:
-        stored = _read_meta(self._con, self.path)
+        stored = read_meta(self._con, self.path)
         self._dim = stored.get("dim")
         self._meta = {key: stored.get(key) for key in META_KEYS}
+        self._generation = stored.get("generation", "")
+        self._vector_file = None
         self._data_version = self._run("PRAGMA data_version")[0][0]
 
     def _refresh(self) -> None:
@@ -289,6 +363,29 @@ class SQLiteStore(_SnapshotReads):
             self._snapshot = None
             self._load_settings()
 
+    def _vectors(self) -> VectorFile:
+        """The vectors file of the index as it is now (call inside `_reading`).
+
+        Named by the generation raglab wrote and by SQLite's change counter, which any
+        commit moves, so an index changed by other software is never read stale.
+        """
+        if self._vector_file is None:
+            generation = f"{self._generation}-{change_counter(self.path)}"
+            with sqlite_errors(self.path):
+                self._vector_file = vector_file(self._con, self.path, generation, self._dim or 0)
+        return self._vector_file
+
+    def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
+        """The chunks with these ids, read a few hundred at a time (SQLite caps parameters)."""
+        found: dict[int, Chunk] = {}
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500].tolist()
+            sql = (
+                f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({', '.join('?' * len(batch))})"
+            )
+            found.update((row[0], chunk_of(row[1:])) for row in self._run(sql, batch))
+        return found
+
     def _current(self) -> _Snapshot:
         self._refresh()
         if self._snapshot is None:
@@ -297,141 +394,17 @@ class SQLiteStore(_SnapshotReads):
 
     def _load_snapshot(self) -> _Snapshot:
         """Every chunk and vector in store order, the vectors as one matrix."""
-        rows = self._run(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx")
-        parsed: dict[str, tuple[str, ...]] = {}
-
-        def groups_of(text: str) -> tuple[str, ...]:  # few distinct group lists: parse each once
-            if text not in parsed:
-                parsed[text] = tuple(json.loads(text))
-            return parsed[text]
-
-        # Columns in _CHUNK_COLUMNS order: the first eight are Chunk's own first eight fields.
-        chunks = tuple(Chunk(*row[:8], groups_of(row[8]), row[9]) for row in rows)
+        rows = self._run(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx")
+        parsed: dict[str, tuple[str, ...]] = {}  # few distinct group lists: parse each once
+        chunks = tuple(chunk_of(row, parsed) for row in rows)
         dim = self._dim or 0
         blob = b"".join(row[-1] for row in rows)
         if len(blob) != len(rows) * dim * 4:
             raise StoreError(
                 f"index file {str(self.path)!r} is corrupt (vector blobs do not "
-                f"match dim={dim}): {_REBUILD}"
+                f"match dim={dim}): {REBUILD}"
             )
         # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
         matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
         matrix.setflags(write=False)
         return _Snapshot(chunks, matrix)
-
-
-def _chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
-    """A chunk as a row, in _CHUNK_COLUMNS order."""
-    return (
-        chunk.doc_id,
-        chunk.index,
-        chunk.text,
-        chunk.start,
-        chunk.end,
-        chunk.heading,
-        chunk.title,
-        chunk.tenant,
-        json.dumps(list(chunk.groups)),
-        chunk.doc_version,
-        vector.astype("<f4").tobytes(),
-    )
-
-
-def _connect(path: Path, *, mode: str) -> sqlite3.Connection:
-    """A connection in autocommit mode: `SQLiteStore.transaction` issues BEGIN/COMMIT itself."""
-    # mode=rw never creates a file, so opening a mistyped path cannot leave an empty index behind.
-    if path.exists() and not path.is_file():
-        raise StoreError(f"index file {str(path)!r} is not a file")
-    uri = f"{path.resolve().as_uri()}?mode={mode}"
-    try:
-        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=LOCK_WAIT_SECONDS)
-    except sqlite3.Error as error:
-        raise StoreError(f"index file {str(path)!r} cannot be opened ({error})") from None
-
-
-@contextmanager
-def _sqlite_errors(path: Path) -> Iterator[None]:
-    """Turn SQLite's exceptions into a `StoreError` that names the file and says what to do."""
-    try:
-        yield
-    except sqlite3.DatabaseError as error:
-        raise _store_error(path, error) from None
-
-
-def _store_error(path: Path, error: sqlite3.DatabaseError) -> StoreError:
-    name, code = str(path), getattr(error, "sqlite_errorname", "")
-    if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return StoreError(
-            f"index file {name!r} is being written by another process (waited "
-            f"{LOCK_WAIT_SECONDS:g} s): try again when it has finished"
-        )
-    if code.startswith("SQLITE_NOTADB"):  # maybe the user's own file: never say "delete it"
-        return StoreError(f"index file {name!r} is not a raglab index (not a SQLite database)")
-    return StoreError(f"index file {name!r} is corrupt ({error}): {_REBUILD}")
-
-
-_REBUILD = "delete it and run raglab index again"
-
-
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
-def _create_schema(con: sqlite3.Connection, dim: int | None) -> None:
-    """The tables and settings of a new index, written inside the caller's transaction."""
-    meta = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "dim": dim, **_empty_meta()}
-    for statement in _SCHEMA.split(";"):  # not executescript: it would COMMIT the caller's BEGIN
-        con.execute(statement)
-    con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
-
-
-def _check_schema(con: sqlite3.Connection, path: Path) -> None:
-    """Refuse anything that is not a complete raglab index of this schema version."""
-    name = str(path)
-    with _sqlite_errors(path):
-        tables = _tables(con)
-    if not tables:  # a first build holds its tables back until it has finished
-        raise StoreError(
-            f"index file {name!r} is incomplete (its first build did not finish, or is still "
-            "running): run raglab index again"
-        )
-    missing = sorted({"meta", "documents", "chunks"} - tables)
-    if missing:
-        raise StoreError(
-            f"index file {name!r} is not a raglab index (missing tables: {', '.join(missing)})"
-        )
-    meta = _read_meta(con, path)
-    if meta.get("format") != FORMAT:
-        raise StoreError(
-            f"index file {name!r} is not a raglab index (no {FORMAT!r} marker in its meta table)"
-        )
-    version = meta.get("schema_version")
-    if version != SCHEMA_VERSION:
-        newer = isinstance(version, int) and version > SCHEMA_VERSION
-        fix = (
-            "newer than this raglab reads ({}): upgrade raglab"
-            if newer
-            else ("this raglab reads {}: rebuild the index")
-        )
-        raise StoreError(
-            f"index file {name!r} has schema version {version!r}, " + fix.format(SCHEMA_VERSION)
-        )
-
-
-def _check_pages(con: sqlite3.Connection, path: Path) -> None:
-    """Read every page once before writing: an incremental run skips unchanged documents,
-    so without this it would report success on a damaged file."""
-    problems = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
-    if problems != ["ok"]:
-        raise StoreError(f"index file {str(path)!r} is corrupt ({'; '.join(problems)}): {_REBUILD}")
-
-
-def _read_meta(con: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    with _sqlite_errors(path):
-        rows = con.execute("SELECT key, value FROM meta").fetchall()
-    try:
-        return {key: json.loads(value) for key, value in rows}
-    except (json.JSONDecodeError, TypeError) as error:
-        raise StoreError(
-            f"index file {str(path)!r} is corrupt (unreadable meta table: {error}): {_REBUILD}"
-        ) from None
