@@ -21,6 +21,7 @@ from raglab.workbook.checks import (
     embeddings,
     generation,
     retrieval,
+    scale,
     testing,
     understand,
 )
@@ -37,6 +38,7 @@ from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
+from raglab.workbook.checks.scale import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
 
@@ -50,6 +52,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
     **audit.CHECKS,  # 10
+    **scale.CHECKS,  # 11
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -75,6 +78,7 @@ REFERENCES: tuple[Callable, ...] = (
     generation.AbstentionRule,
     generation.reference_markers,
     *audit.REFERENCE_FIXES,  # 10
+    scale.reference_knn_recall,  # 11
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -99,6 +103,7 @@ __all__ = [
     *embeddings.__all__,
     *generation.__all__,
     *retrieval.__all__,
+    *scale.__all__,
     *testing.__all__,
     "BUILDS_ON",
     "CHECKS",
