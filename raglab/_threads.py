@@ -13,8 +13,9 @@ caller who asked for one thread gets exactly one, and the work then runs inline.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from itertools import pairwise
@@ -75,3 +76,20 @@ def in_parallel(work: Callable[[range], object], n: int, align: int = 1) -> None
     finally:
         for future in futures:
             future.result()
+
+
+@contextlib.contextmanager
+def one_blas_thread_each() -> Iterator[None]:
+    """Within: BLAS runs each product on the thread that calls it (process-wide).
+
+    For work already split over threads by `in_parallel`: two threads that each asked
+    BLAS for two more would fight over the cores (four threads on two), and BLAS's
+    waiting threads spin. threadpoolctl comes with scikit-learn, a dependency of raglab.
+    """
+    if thread_count() == 1:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

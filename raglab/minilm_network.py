@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from raglab._threads import in_parallel, one_blas_thread_each
+
 # The architecture, from the model's config.json (fixed by raglab.minilm's checksum).
 HIDDEN = 384  # numbers per token, and the size of the text's vector
 HEADS = 12  # attention heads, each looking at HEAD_DIM numbers
@@ -206,7 +208,26 @@ def _encoder_layer_(x: np.ndarray, spans: Sequence[tuple[int, int]], layer: Laye
 
 
 def forward(weights: Weights, rows: Sequence[Sequence[int]]) -> np.ndarray:
-    """One unit-length float32 vector per row of token ids ([CLS] … [SEP] included)."""
+    """One unit-length float32 vector per row of token ids ([CLS] … [SEP] included).
+
+    With more than one thread (`raglab._threads`), each thread runs the whole network on
+    its share of the texts: texts never look at each other, so the shares are independent,
+    and every step runs on every core — not only the big matrix products BLAS would split.
+    """
+    out = np.empty((len(rows), HIDDEN), dtype=np.float32)
+
+    def one_share(share: range) -> None:
+        out[share.start : share.stop] = _forward_on_one_thread(
+            weights, rows[share.start : share.stop]
+        )
+
+    with one_blas_thread_each():
+        in_parallel(one_share, len(rows))
+    return out
+
+
+def _forward_on_one_thread(weights: Weights, rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """`forward` for a few texts, on the calling thread."""
     lengths = np.array([len(row) for row in rows])
     ends = np.cumsum(lengths)
     starts = ends - lengths
