@@ -22,6 +22,11 @@ Then two ratios, each side measured in the same run, interleaved, best of severa
   by dot product and has no tie rule). Target >= 0.9.
 - a block of queries, `top_k(Q, UnitMatrix, k)`, against faiss `IndexFlatIP.search` on
   the same unit rows (skipped when faiss is not installed). Target >= 0.8.
+Threads: `top_k` on a plain array shares its blocks over the threads BLAS was given in
+the environment (`raglab._threads`), not over threadpoolctl's limit, so the "BLAS
+threads: 1" tables still let it use every core. For a fair one-thread comparison run
+the whole process with one thread:
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_topk.py
 Run: .venv/bin/python benchmarks/bench_topk.py
 """
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from raglab._threads import in_parallel
+
 # Rows per block in `products_and_lengths`: 512 rows of 384 float32 are 768 KB, which
 # stays in a core's L2 cache between the two reads of the block.
 BLOCK_ROWS = 512
@@ -29,30 +31,43 @@ BLOCK_ROWS = 512
 GROUP_SCORES = 2**23
 
 
+def _row_dots(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """`out[i] = a[i] · b[i]` (or `a[i] · b` for a 1-D `b`), row by row, on one thread."""
+    if hasattr(np, "vecdot"):  # numpy >= 2: one BLAS dot per row, at memory speed
+        np.vecdot(a, b, out=out)
+    else:
+        np.einsum("ij,ij->i" if b.ndim == 2 else "ij,j->i", a, b, out=out)
+
+
 def row_lengths(rows: np.ndarray) -> np.ndarray:
     """Each row's Euclidean length in float32, computed row by row (a row's length does
     not depend on where it sits, so a block's lengths equal the whole matrix's)."""
-    if hasattr(np, "vecdot"):  # numpy >= 2: one BLAS dot per row, at memory speed
-        squares = np.vecdot(rows, rows)
-    else:
-        squares = np.einsum("ij,ij->i", rows, rows)
-    return np.sqrt(squares)
+    squares = np.empty(rows.shape[0], dtype=np.float32)
+    _row_dots(rows, rows, squares)
+    return np.sqrt(squares, out=squares)
 
 
 def products_and_lengths(rows: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`rows @ q` and `row_lengths(rows)` in one pass over memory.
+    """`rows @ q` and `row_lengths(rows)` in one pass over memory, on all threads.
 
     Two separate calls would read the whole matrix twice; block by block, the second
-    read of each block comes from the cache.
+    read of each block comes from the cache. The blocks are shared out over the threads
+    (`raglab._threads`): each thread reads its own rows with one-row dot products, so
+    the lengths are computed on every core, not only the products. (A BLAS `block @ q`
+    would split each small block over the threads again, and pay for it in waiting.)
     """
     n = rows.shape[0]
     dots = np.empty(n, dtype=np.float32)
-    lengths = np.empty(n, dtype=np.float32)
-    for start in range(0, n, BLOCK_ROWS):
-        block = rows[start : start + BLOCK_ROWS]
-        dots[start : start + block.shape[0]] = block @ q
-        lengths[start : start + block.shape[0]] = row_lengths(block)
-    return dots, lengths
+    squares = np.empty(n, dtype=np.float32)
+
+    def one_share(share: range) -> None:
+        for start in range(share.start, share.stop, BLOCK_ROWS):
+            block = slice(start, min(start + BLOCK_ROWS, share.stop))
+            _row_dots(rows[block], q, dots[block])
+            _row_dots(rows[block], rows[block], squares[block])
+
+    in_parallel(one_share, n, align=BLOCK_ROWS)
+    return dots, np.sqrt(squares, out=squares)
 
 
 def products_in_groups(rows: np.ndarray, queries: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:

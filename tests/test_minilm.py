@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import raglab._threads
 from raglab import minilm, minilm_network
 from raglab.minilm import (
     INSTALL_COMMAND,
@@ -97,6 +98,16 @@ def test_mixed_length_batch_equals_one_at_a_time(model_dir, reference_batch):
     alone = np.vstack([small_batches.embed([text]) for text in texts])
     np.testing.assert_allclose(small_batches.embed(texts), alone, atol=1e-5)
     np.testing.assert_allclose(reference_batch, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_texts_shared_over_threads_give_the_same_vectors(model_dir, monkeypatch, threads):
+    # Each thread runs the network on its share of the batch: every share must land in
+    # its own rows, in input order, with the vectors sentence-transformers gives.
+    monkeypatch.setattr(raglab._threads, "thread_count", lambda: threads)
+    vectors = MiniLMEmbedder(model_dir).embed([item["text"] for item in ITEMS])
+    expected = np.array([item["vector"] for item in ITEMS], dtype=np.float32)
+    np.testing.assert_allclose(vectors, expected, atol=1e-4)
 
 
 def test_similar_meaning_is_closer(embedder: MiniLMEmbedder):

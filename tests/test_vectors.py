@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import raglab._threads
 from raglab._topk_fast import (
     products_and_lengths,
     rounding_tolerance,
@@ -375,6 +376,24 @@ def test_products_and_lengths_equal_the_separate_passes_across_blocks():
     dots, lengths = products_and_lengths(rows, q)
     np.testing.assert_array_equal(lengths, row_lengths(rows))  # row by row, bit for bit
     np.testing.assert_allclose(dots, rows @ q, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_plain_array_search_is_the_same_on_any_number_of_threads(monkeypatch, threads):
+    # The blocks are shared out over the threads: every share must be read, and the
+    # result must not depend on how many shares there are.
+    monkeypatch.setattr(raglab._threads, "thread_count", lambda: threads)
+    rng = np.random.default_rng(14)
+    rows = np.repeat(rng.normal(size=(300, 48)).astype(np.float32), 5, axis=0)  # ties
+    rows *= rng.uniform(0.5, 3.0, size=(1500, 1)).astype(np.float32)  # not unit rows
+    q = normalise(rng.normal(size=48))
+    dots, lengths = products_and_lengths(rows, q)
+    np.testing.assert_array_equal(lengths, row_lengths(rows))
+    np.testing.assert_allclose(dots, rows @ q, rtol=1e-5, atol=1e-5)
+    expected = select_top_k(exact_scores(rows, q, row_lengths(rows)), 40)
+    got = top_k(q, rows, 40)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(got.scores, expected.scores)
 
 
 @pytest.mark.parametrize("batched", [False, True])
