@@ -24,15 +24,19 @@ retrieval scores, so after MMR the scores need not fall in rank order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raglab.embedders import Embedder
 from raglab.records import Hit
 from raglab.text import tokenize
 from raglab.validation import check_int, check_number
+
+if TYPE_CHECKING:
+    from raglab.stores import VectorStore
 
 SHINGLE_WORDS = 3
 """Words per shingle: three-word runs tell "paid within ten days" from "ten days of leave",
@@ -59,7 +63,11 @@ def shingles(text: str, n: int = SHINGLE_WORDS) -> frozenset[tuple[str, ...]]:
     >>> sorted(shingles("Paid within ten days", 3))
     [('paid', 'within', 'ten'), ('within', 'ten', 'days')]
     """
-    n = check_int("n", n, minimum=1)
+    return _shingles(text, check_int("n", n, minimum=1))
+
+
+@lru_cache(maxsize=4096)  # the same chunks come back question after question
+def _shingles(text: str, n: int) -> frozenset[tuple[str, ...]]:
     words = tokenize(text)
     if len(words) < n:
         return frozenset([tuple(words)]) if words else frozenset()
@@ -72,39 +80,54 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     >>> jaccard(frozenset("abc"), frozenset("bcd"))
     0.5
     """
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 0.0
+
+
+def near_duplicates(a: str, b: str, *, threshold: float = DEDUP_THRESHOLD) -> bool:
+    """True when the Jaccard similarity of the texts' word shingles is >= `threshold`."""
+    x, y = shingles(a), shingles(b)
+    # Jaccard is at most min size / max size: most pairs are ruled out without a set operation.
+    return min(len(x), len(y)) >= threshold * max(len(x), len(y)) and jaccard(x, y) >= threshold
 
 
 def dedup(
-    hits: Sequence[Hit], *, threshold: float = DEDUP_THRESHOLD, n: int = SHINGLE_WORDS
+    hits: Sequence[Hit], *, threshold: float = DEDUP_THRESHOLD, limit: int | None = None
 ) -> list[Hit]:
-    """`hits` in order, without each hit whose text is a near duplicate of an earlier one.
+    """`hits` in order, without each hit whose text is a near duplicate of a kept one.
 
-    Near duplicate: Jaccard similarity of the `n`-word shingles >= `threshold`. The first
-    (best-ranked) copy is kept. Exact pairwise comparison, fine for the tens of candidates
-    a search returns; MinHash would estimate the same number for millions of chunks.
+    The first (best-ranked) copy is kept; with `limit`, the walk stops once that many are
+    kept. Exact pairwise comparison, fine for the tens of hits a prompt takes; MinHash
+    would estimate the same Jaccard similarity for millions of chunks.
     """
     threshold = check_number("threshold", threshold, minimum=0, maximum=1)
     kept: list[Hit] = []
-    seen: list[frozenset] = []
     for hit in hits:
-        words = shingles(hit.chunk.text, n)
-        if any(jaccard(words, other) >= threshold for other in seen):
-            continue
-        kept.append(hit)
-        seen.append(words)
+        if limit is not None and len(kept) >= limit:
+            break
+        if not any(
+            near_duplicates(hit.chunk.text, k.chunk.text, threshold=threshold) for k in kept
+        ):
+            kept.append(hit)
     return kept
 
 
 def mmr(
-    relevance: Sequence[float], similarity: np.ndarray, k: int, *, lambda_: float = MMR_LAMBDA
+    relevance: Sequence[float],
+    similarity: np.ndarray,
+    k: int,
+    *,
+    lambda_: float = MMR_LAMBDA,
+    keep: Callable[[int, list[int]], bool] | None = None,
 ) -> list[int]:
     """Indices of k items chosen greedily by maximal marginal relevance.
 
     Each step takes the item i maximising λ · relevance[i] − (1 − λ) · max_j similarity[i, j]
     over the items j already chosen (Carbonell & Goldstein, SIGIR 1998); the first pick is
     the most relevant item. Ties go to the lower index, so the choice is deterministic.
+    An item picked while `keep(item, chosen)` is False is dropped for good (a near duplicate
+    of a chosen item, say): only picks are checked, never every pair.
 
     >>> sim = np.array([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
     >>> mmr([1.0, 0.95, 0.5], sim, 2, lambda_=0.5)
@@ -126,8 +149,10 @@ def mmr(
         penalty = np.where(np.isfinite(closest), closest, 0.0)
         gain = np.where(left, lambda_ * relevance - (1 - lambda_) * penalty, -np.inf)
         best = int(np.argmax(gain))  # argmax returns the first maximum: the lower index
-        chosen.append(best)
         left[best] = False
+        if keep is not None and not keep(best, chosen):
+            continue
+        chosen.append(best)
         closest = np.maximum(closest, similarity[:, best])
     return chosen
 
@@ -149,7 +174,7 @@ def relevance_of(hits: Sequence[Hit]) -> list[float]:
 
 @dataclass(frozen=True, slots=True)
 class Diversity:
-    """How a retriever diversifies: duplicates dropped, then k kept by MMR.
+    """How a retriever diversifies: k chosen by MMR, no two of them near duplicates.
 
     `lambda_`: MMR's weight of relevance (None: no MMR, the ranking is only cut at k).
     `dedup`: the Jaccard threshold for near duplicates (None: duplicates are kept).
@@ -171,16 +196,36 @@ class Diversity:
         """How many chunks to retrieve before choosing k."""
         return k * self.candidates
 
-    def select(self, hits: Sequence[Hit], k: int, embedder: Embedder | None) -> list[Hit]:
-        """k of `hits` (best first): duplicates dropped, then MMR over `embedder`'s cosines.
+    def select(self, hits: Sequence[Hit], k: int, store: VectorStore) -> list[Hit]:
+        """k of `hits` (best first): duplicates dropped, then MMR over the chunks' cosines.
 
-        `embedder` is the one the question was embedded by; None (a tenant without
-        chunks) or `lambda_` None keeps the ranking as it is.
+        The cosines come from the vectors `store` holds for the hits (`stored_vectors`):
+        the chunks are not embedded again. `lambda_` None keeps the ranking as it is.
         """
         k = check_int("k", k, minimum=1)
-        kept = list(hits) if self.dedup is None else dedup(hits, threshold=self.dedup)
-        if self.lambda_ is None or embedder is None or len(kept) <= 1:
-            return kept[:k]
-        vectors = embedder.embed([hit.chunk.text for hit in kept])  # unit rows
-        order = mmr(relevance_of(kept), vectors @ vectors.T, k, lambda_=self.lambda_)
-        return [kept[i] for i in order]
+        threshold = self.dedup
+        if self.lambda_ is None or len(hits) <= 1:
+            return (
+                list(hits[:k]) if threshold is None else dedup(hits, threshold=threshold, limit=k)
+            )
+
+        def new(i: int, chosen: list[int]) -> bool:  # not a near duplicate of a chosen hit
+            text = hits[i].chunk.text
+            return not any(
+                near_duplicates(text, hits[j].chunk.text, threshold=threshold) for j in chosen
+            )
+
+        vectors = stored_vectors(store, hits)  # unit rows
+        similarity = vectors @ vectors.T
+        keep = None if threshold is None else new
+        order = mmr(relevance_of(hits), similarity, k, lambda_=self.lambda_, keep=keep)
+        return [hits[i] for i in order]
+
+
+def stored_vectors(store: VectorStore, hits: Sequence[Hit]) -> np.ndarray:
+    """The vectors `store` holds for the hits' chunks, one row per hit.
+
+    Subtle: looked up by chunk id in store order, the order of `store.vectors()`' rows.
+    """
+    rows = {chunk.id: row for row, chunk in enumerate(store.chunks())}
+    return np.asarray(store.vectors()[[rows[hit.chunk.id] for hit in hits]], dtype=np.float64)

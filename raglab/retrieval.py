@@ -21,16 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from raglab.bm25 import BM25
-from raglab.diversity import Diversity
 from raglab.embedders import Embedder
 from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 from raglab.validation import check_int
 from raglab.versions import current_chunks, current_search
+
+if TYPE_CHECKING:
+    from raglab.diversity import Diversity
+    from raglab.query_expansion import QueryExpansion
 
 METHODS = ("dense", "bm25", "hybrid")
 """The ways a `Retriever` ranks chunks."""
@@ -106,6 +109,7 @@ class Retriever:
     `min_score` drops hits scoring below it (cosine for dense, BM25 score for bm25; for
     hybrid it applies to the dense candidates, since RRF scores are ranks, not evidence).
     `diversity` (`raglab.diversity`): near duplicates dropped and k kept by MMR.
+    `expansion` (`raglab.query_expansion`): the question rewritten, the rankings fused.
     A document superseded by one the principal may read is never returned
     (`raglab.versions`).
     """
@@ -119,6 +123,7 @@ class Retriever:
     bm25s: FitCache[BM25] = field(default_factory=FitCache, kw_only=True, repr=False)
     fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
     diversity: Diversity | None = field(default=None, kw_only=True)
+    expansion: QueryExpansion | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -130,6 +135,8 @@ class Retriever:
         k = check_int("k", k, minimum=1)
         if self.diversity is not None:
             return self.diverse(question, principal, k, self.diversity)
+        if self.expansion is not None:
+            return self.expansion.search(self, question, principal, k)
         if self.method == "dense":
             return self.dense(question, principal, k, min_score=self.min_score)
         if self.method == "bm25":
@@ -169,7 +176,7 @@ class Retriever:
         """`diversity.depth(k)` candidates by this retriever's method, then k chosen by it."""
         plain = replace(self, diversity=None)  # the same store and caches, no diversity
         hits = plain.search(question, principal, diversity.depth(k))
-        return diversity.select(hits, k, self.embedder_for(principal.tenant))
+        return diversity.select(hits, k, self.store)
 
     def embedder_for(self, tenant: str) -> Embedder | None:
         """The embedder for questions of `tenant` (`raglab.indexing.tenant_embedder`).
