@@ -62,7 +62,7 @@ tenant's folder, and every file in it must carry that tenant:
 A refused file is reported in `LoadResult.errors` (the CLI prints "skipped <file>:
 <reason>") and indexed nowhere.
 
-Credentials: a file holding what looks like a key, password or token (`raglab.secrets`)
+Credentials: a file holding what looks like a key, password or token (`raglab.credentials`)
 is refused, or with `secrets="redact"` loaded with each secret replaced by [REDACTED]
 and reported in `LoadResult.redacted`. Messages name the line and the kind, never the
 secret itself.
@@ -77,8 +77,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from raglab.credentials import REDACTED, find_secrets, redact
 from raglab.records import DEFAULT_TENANT, Document
-from raglab.secrets import REDACTED, find_secrets, redact
 from raglab.text import markdown_lines
 from raglab.validation import check_int
 from raglab.versions import supersedes_problems
@@ -92,7 +92,7 @@ DEFAULT_MAX_FILES = 10_000
 """Most files a corpus folder may hold: more is far more likely a wrong folder (a home
 directory, a checkout with its dependencies) than a knowledge base; raise it if not."""
 SECRET_POLICIES = ("refuse", "redact")
-"""What the loader does with a file holding a credential (`raglab.secrets`)."""
+"""What the loader does with a file holding a credential (`raglab.credentials`)."""
 FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
 ACCESS_KEYS = ("groups", "tenant")
@@ -238,7 +238,7 @@ def load_file(
     """Load and validate one file of the corpus folder `root`; raise `DocumentError` if bad.
 
     A file holding a credential is refused, or with `secrets="redact"` loaded with each
-    secret replaced by [REDACTED] (`raglab.secrets`).
+    secret replaced by [REDACTED] (`raglab.credentials`).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
