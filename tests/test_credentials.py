@@ -28,6 +28,8 @@ FOUND = [
     ("PASSWORD: 'Tr0ub4dor&3'", "password or key assignment"),
     ('"api_key": "k-12345678"', "password or key assignment"),
     ("client_secret=9f8e7d6c5b4a", "password or key assignment"),
+    ("DB_PASSWORD=hunter2-Secret", "password or key assignment"),  # env style: _ before
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "password or key assignment"),
     (f"see {RANDOM} here", "high-entropy string"),
     ("xoxb-123456789012-abcdefghij", "Slack token"),
     ("AIza" + "B" * 35, "Google API key"),
