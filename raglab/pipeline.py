@@ -63,6 +63,7 @@ class Index:
     embedder: Embedder
     report: SyncReport | None = None
     load_errors: tuple[DocumentError, ...] = ()
+    redacted: tuple[DocumentError, ...] = ()  # loaded with secrets cut out (`raglab.credentials`)
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -89,7 +90,7 @@ class Index:
         index's name on that server. Files that fail to load are reported in
         `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
         (`Limits`: file size and count, chunks per document, what to do with secrets);
-        files cut for a secret are reported in `load_errors` too, but indexed.
+        files loaded with a secret cut out are reported in `redacted`.
         """
         limits = limits or Limits()
         loaded = load_folder(
@@ -98,7 +99,7 @@ class Index:
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         chunker = chunker or Chunker()
         documents, too_long = within_chunk_limit(loaded.documents, chunker, limits.max_chunks)
-        errors = tuple(sorted([*loaded.errors, *too_long, *loaded.redacted], key=lambda e: e.path))
+        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         if path is None:
             store: VectorStore = MemoryStore()
             report = sync(store, documents, chunker=chunker, embedder=embedder)
@@ -106,7 +107,7 @@ class Index:
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
                 report = sync(store, documents, chunker=chunker, embedder=embedder)
-        return cls(store, report.embedder, report, errors)
+        return cls(store, report.embedder, report, errors, loaded.redacted)
 
     @classmethod
     def open(

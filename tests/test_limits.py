@@ -61,6 +61,8 @@ def test_index_from_folder_applies_every_limit_and_indexes_the_rest(tmp_path):
     assert "file too large (5000 bytes > max_bytes=3000)" in reasons["huge.md"]
     redacting = Index.from_folder(tmp_path, limits=Limits(secrets="redact"))
     assert "key.md" in redacting.store.documents()
+    assert [notice.path for notice in redacting.redacted] == ["key.md"]
+    assert "key.md" not in {error.path for error in redacting.load_errors}
     assert all(AWS not in chunk.text for chunk in redacting.store.chunks())
 
 
