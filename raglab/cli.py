@@ -374,7 +374,7 @@ def open_index(args: argparse.Namespace):
     embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
     index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
     warn_load_errors(index.load_errors)
-    warn_redacted(index.redacted)
+    warn_loaded(index.warnings)
     return index
 
 
@@ -433,9 +433,9 @@ def warn_load_errors(errors) -> None:
         print(f"raglab: skipped {error}", file=sys.stderr)
 
 
-def warn_redacted(notices) -> None:
-    for notice in notices:  # loaded, without the secret
-        print(f"raglab: {notice}", file=sys.stderr)
+def warn_loaded(warnings) -> None:
+    for warning in warnings:  # loaded, but changed (a secret cut out) or doubtful
+        print(f"raglab: warning: {warning}", file=sys.stderr)
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -531,7 +531,7 @@ def run_index(args: argparse.Namespace) -> int:
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
-    warn_redacted(index.redacted)
+    warn_loaded(index.warnings)
     report = index.report
     summary = {
         "index": str(args.index),
@@ -542,7 +542,7 @@ def run_index(args: argparse.Namespace) -> int:
         "removed": list(report.removed),
         "unchanged": len(report.unchanged),
         "skipped": [str(error) for error in index.load_errors],
-        "redacted": [str(notice) for notice in index.redacted],
+        "warnings": [str(warning) for warning in index.warnings],
         "rebuilt": report.rebuilt,
     }
     if args.json:

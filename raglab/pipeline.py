@@ -63,7 +63,7 @@ class Index:
     embedder: Embedder
     report: SyncReport | None = None
     load_errors: tuple[DocumentError, ...] = ()
-    redacted: tuple[DocumentError, ...] = ()  # loaded with secrets cut out (`raglab.credentials`)
+    warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful (`LoadResult`)
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -90,7 +90,7 @@ class Index:
         index's name on that server. Files that fail to load are reported in
         `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
         (`Limits`: file size and count, chunks per document, what to do with secrets);
-        files loaded with a secret cut out are reported in `redacted`.
+        files loaded with a secret cut out, or with a doubtful `supersedes`, in `warnings`.
         """
         limits = limits or Limits()
         loaded = load_folder(
@@ -107,7 +107,7 @@ class Index:
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
                 report = sync(store, documents, chunker=chunker, embedder=embedder)
-        return cls(store, report.embedder, report, errors, loaded.redacted)
+        return cls(store, report.embedder, report, errors, loaded.warnings)
 
     @classmethod
     def open(

@@ -116,7 +116,7 @@ def test_redact_mode_loads_the_file_without_the_secret_and_says_so(tmp_path):
     loaded = load_folder(tmp_path, secrets="redact")
     [doc] = loaded.documents
     assert doc.text == f"Key {REDACTED}.\npassword = {REDACTED}\n"
-    [notice] = loaded.redacted
+    [notice] = loaded.warnings
     assert (
         notice.path == "deploy.md" and "line 4" in notice.reason and "(and 1 more)" in notice.reason
     )
