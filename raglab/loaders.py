@@ -20,11 +20,12 @@ Front matter is the block between a first line `---` and the next `---` line:
     tenant: acme            # default tenant if absent: "default"
     groups: [hr, managers]  # absent or [] = every user of the tenant
     version: 2
+    supersedes: [acme/policies/leave-2024.md]   # optional: the older documents it replaces
     ---
 
 It is a small subset of YAML, parsed by hand: `key: value`, inline lists `[a, b]`,
-'single' or "double" quotes, `# comments`. Only the keys title, tenant, groups and
-version are accepted: an unknown key is an error, not silently ignored, because a typo
+'single' or "double" quotes, `# comments`. Only the keys title, tenant, groups, version
+and supersedes are accepted: an unknown key is an error, not silently ignored, because a typo
 such as `grups:` would otherwise leave a restricted document readable by everyone.
 `Document.text` is the body after the front matter; chunk offsets index into it.
 
@@ -46,7 +47,9 @@ look-alike cannot slip past. Refused:
   `key:` lines holding `tenant:` or `groups:` (in any case). This also catches such a
   block inside a code example: reword the example (it cannot be told apart safely).
 
-`load_folder` applies two more rules, which need the whole corpus. The sample corpus
+`load_folder` applies three more rules, which need the whole corpus. `supersedes` must
+name other documents of the same tenant, without a cycle (`raglab.versions`); naming no
+file of the corpus is only a warning (`LoadResult.warnings`). The sample corpus
 keeps each tenant's documents in a top-level folder named after it (`acme/...`), so a
 top-level folder whose name is exactly a tenant some loaded document declares is that
 tenant's folder, and every file in it must carry that tenant:
@@ -59,6 +62,11 @@ tenant's folder, and every file in it must carry that tenant:
 
 A refused file is reported in `LoadResult.errors` (the CLI prints "skipped <file>:
 <reason>") and indexed nowhere.
+
+Credentials: a file holding what looks like a key, password or token (`raglab.credentials`)
+is refused, or with `secrets="redact"` loaded with each secret replaced by [REDACTED]
+and reported in `LoadResult.warnings`. Messages name the line and the kind, never the
+secret itself.
 """
 
 from __future__ import annotations
@@ -70,16 +78,23 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from raglab.credentials import REDACTED, find_secrets, redact
 from raglab.records import DEFAULT_TENANT, Document
 from raglab.text import markdown_lines
 from raglab.validation import check_int
+from raglab.versions import supersedes_problems, unknown_targets
 
 DEFAULT_MAX_BYTES = 1_000_000
 """Largest file loaded (1 MB, about 150 pages of text): anything bigger in a folder of
 policies and notes is far more likely a mistake (a log, a dump) than a document."""
 
 SUFFIXES = (".md", ".txt")
-FRONT_MATTER_KEYS = ("groups", "tenant", "title", "version")
+DEFAULT_MAX_FILES = 10_000
+"""Most files a corpus folder may hold: more is far more likely a wrong folder (a home
+directory, a checkout with its dependencies) than a knowledge base; raise it if not."""
+SECRET_POLICIES = ("refuse", "redact")
+"""What the loader does with a file holding a credential (`raglab.credentials`)."""
+FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
 ACCESS_KEYS = ("groups", "tenant")
 """The front-matter keys that decide who may read a document."""
@@ -107,38 +122,65 @@ class LoadResult:
 
     documents: tuple[Document, ...]
     errors: tuple[DocumentError, ...]
+    warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful: what and why
 
 
 # ---------------------------------------------------------------------------- folder
 
 
-def load_folder(root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadResult:
+def load_folder(
+    root: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_files: int = DEFAULT_MAX_FILES,
+    secrets: str = "refuse",
+) -> LoadResult:
     """Load every `.md` and `.txt` file under `root` (recursively), sorted by document id.
 
     Hidden files and folders (a name starting with ".", such as .git) are skipped, and so
     are symbolic links to folders (following them could loop or leave the corpus).
-    Raises `CorpusError` when `root` is missing, not a folder, or holds no .md/.txt file.
+    Raises `CorpusError` when `root` is missing, not a folder, holds no .md/.txt file, or
+    more than `max_files` of them. `max_bytes` and `secrets` are `load_file`'s.
     """
+    max_files = check_int("max_files", max_files, minimum=1)
     folder = Path(root)
     if not folder.exists():
         raise CorpusError(f"corpus folder {str(folder)!r} does not exist")
     if not folder.is_dir():
         raise CorpusError(f"corpus folder {str(folder)!r} is not a folder")
-    paths = _candidate_files(folder)
+    paths = _candidate_files(folder, max_files)
+    if len(paths) > max_files:
+        raise CorpusError(
+            f"corpus folder {str(folder)!r} holds more than max_files={max_files} .md/.txt "
+            "files; point at the documents' own folder, or raise the limit (--max-files)"
+        )
     if not paths:
         kinds = " or ".join(SUFFIXES)
         raise CorpusError(f"corpus folder {str(folder)!r} contains no {kinds} file")
     documents: list[Document] = []
     errors: list[DocumentError] = []
+    redacted: list[DocumentError] = []
     for path in paths:
         try:
-            documents.append(load_file(path, root=folder, max_bytes=max_bytes))
+            document, notice = _load(path, folder, max_bytes, secrets)
         except DocumentError as error:
             errors.append(error)
+            continue
+        documents.append(document)
+        if notice:
+            redacted.append(DocumentError(document.id, notice))
     misplaced = _tenant_folder_errors(documents)
     documents = [doc for doc in documents if doc.id not in misplaced]
+    versions = supersedes_problems(documents)
+    misplaced.update({doc_id: DocumentError(doc_id, why) for doc_id, why in versions.items()})
+    documents = [doc for doc in documents if doc.id not in misplaced]
     errors = sorted([*errors, *misplaced.values()], key=lambda error: error.path)
-    return LoadResult(tuple(documents), tuple(errors))
+    known = {_document_id(path, folder) for path in paths}
+    unknown = unknown_targets(documents, known)
+    redacted += [DocumentError(doc_id, why) for doc_id, why in unknown.items()]
+    kept = {doc.id for doc in documents}
+    notices = sorted((n for n in redacted if n.path in kept), key=lambda notice: notice.path)
+    return LoadResult(tuple(documents), tuple(errors), tuple(notices))
 
 
 def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]:
@@ -168,8 +210,11 @@ def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]
     return errors
 
 
-def _candidate_files(folder: Path) -> list[Path]:
-    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id."""
+def _candidate_files(folder: Path, max_files: int) -> list[Path]:
+    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id.
+
+    The walk stops after `max_files + 1` files: a wrong folder (say /) is not walked whole.
+    """
     found: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(folder):  # followlinks=False: see load_folder
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -178,6 +223,8 @@ def _candidate_files(folder: Path) -> list[Path]:
                 continue
             path = Path(dirpath, name)
             found[path.relative_to(folder).as_posix()] = path
+            if len(found) > max_files:
+                return list(found.values())
     return [found[doc_id] for doc_id in sorted(found)]
 
 
@@ -185,9 +232,16 @@ def _candidate_files(folder: Path) -> list[Path]:
 
 
 def load_file(
-    path: str | Path, *, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | Path,
+    *,
+    root: str | Path,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    secrets: str = "refuse",
 ) -> Document:
     """Load and validate one file of the corpus folder `root`; raise `DocumentError` if bad.
+
+    A file holding a credential is refused, or with `secrets="redact"` loaded with each
+    secret replaced by [REDACTED] (`raglab.credentials`).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -196,19 +250,53 @@ def load_file(
     >>> doc.id, doc.title, doc.tenant, doc.text
     ('leave.md', 'Leave', 'acme', '# Leave\\nTen days.\\n')
     """
+    return _load(Path(path), Path(root), max_bytes, secrets)[0]
+
+
+def _load(path: Path, root: Path, max_bytes: int, secrets: str) -> tuple[Document, str]:
+    """The document and, when secrets were cut out of it, a notice saying where."""
     max_bytes = check_int("max_bytes", max_bytes, minimum=1)
-    doc_id = _document_id(Path(path), Path(root))
-    data = _read_inside_corpus(Path(path), Path(root), doc_id, max_bytes)
+    if secrets not in SECRET_POLICIES:
+        choices = ", ".join(SECRET_POLICIES)
+        raise ValueError(f"unknown secrets policy {secrets!r}; choose from: {choices}")
+    doc_id = _document_id(path, root)
+    data = _read_inside_corpus(path, root, doc_id, max_bytes)
     text = _decode(data, doc_id)
     fields, body = parse_front_matter(text, doc_id)
-    title = fields.get("title") or _default_title(body, Path(path))
-    return Document(
+    body, notice = _without_secrets(text, body, doc_id, secrets)
+    title = fields.get("title") or _default_title(body, path)
+    document = Document(
         id=doc_id,
         text=body,
         title=title,
         tenant=fields.get("tenant", DEFAULT_TENANT),
         groups=fields.get("groups", ()),
         version=fields.get("version", "1"),
+        supersedes=fields.get("supersedes", ()),
+    )
+    return document, notice
+
+
+def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[str, str]:
+    """The body with no secret in it and a notice of what was cut; or `DocumentError`.
+
+    Refused when the policy is "refuse", and also when redacting cannot remove them all
+    (a secret in the front matter, or one written with look-alike characters).
+    """
+    found = find_secrets(text)
+    if not found:
+        return body, ""
+    first = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    where = f"line {first.line} holds what looks like a credential ({first.kind}){more}"
+    if policy == "redact":
+        clean = redact(body)
+        if not find_secrets(text[: len(text) - len(body)] + clean):
+            return clean, f"redacted: {where}; each replaced by {REDACTED}"
+    raise DocumentError(
+        doc_id,
+        f"refused: {where}; credentials do not belong in a corpus (anyone who may read "
+        "the document could retrieve them): remove them, or load with --secrets redact",
     )
 
 
@@ -412,7 +500,10 @@ def _parse_line(raw: str, number: int, fields: dict, doc_id: str) -> None:
 
 
 def _typed_value(key: str, value: str) -> str | tuple[str, ...]:
-    """The value of `key`, checked: groups is a list, the others are single non-list values."""
+    """The value of `key`, checked: groups is a list, supersedes one id or a list of ids,
+    the others are single non-list values."""
+    if key == "supersedes":
+        return _document_ids(value)
     if key == "groups":
         if not (value.startswith("[") and value.endswith("]")):
             raise ValueError(f"groups must be a list like [hr, managers] (got {value!r})")
@@ -426,6 +517,20 @@ def _typed_value(key: str, value: str) -> str | tuple[str, ...]:
     if not scalar and key in ("tenant", "version"):
         raise ValueError(f"{key} must not be empty")
     return scalar
+
+
+def _document_ids(value: str) -> tuple[str, ...]:
+    """The ids of `supersedes: a.md` or `supersedes: [a.md, b.md]`: relative POSIX paths."""
+    listed = value.startswith("[") and value.endswith("]")
+    ids = [_scalar(item) for item in _split_list(value[1:-1])] if listed else [_scalar(value)]
+    for doc_id in ids:
+        parts = doc_id.split("/")
+        if not doc_id or doc_id.startswith("/") or "\\" in doc_id or ".." in parts:
+            raise ValueError(
+                "supersedes must name document ids, paths relative to the corpus folder "
+                f"like acme/policies/leave.md (got {value!r})"
+            )
+    return tuple(sorted(set(ids)))
 
 
 def _scalar(value: str) -> str:

@@ -10,19 +10,22 @@ boundary, so a learner can swap any one of them and see what changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
+from raglab.diversity import Diversity
 from raglab.embedders import Embedder
 from raglab.embedders import embedder as make_embedder
 from raglab.extractive import ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
 from raglab.indexing import check_embedder, sync
-from raglab.loaders import DocumentError, load_folder
+from raglab.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
+from raglab.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
 from raglab.prompting import build_prompt
+from raglab.query_expansion import QueryExpansion
 from raglab.records import Answer, Hit, Principal
 from raglab.retrieval import FitCache, Retriever
 from raglab.sqlite_store import SQLiteStore
@@ -32,6 +35,18 @@ DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
 DEFAULT_K = 5
 BACKENDS = ("sqlite", "qdrant")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one indexing run may read: `raglab.loaders` and `raglab.limits` explain each."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_files: int = DEFAULT_MAX_FILES
+    max_chunks: int = DEFAULT_MAX_CHUNKS
+    secrets: str = "refuse"
+
+
 """Where an index on disk lives: one SQLite file, or Qdrant (a local folder or a server)."""
 
 
@@ -48,6 +63,7 @@ class Index:
     embedder: Embedder
     report: SyncReport | None = None
     load_errors: tuple[DocumentError, ...] = ()
+    warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful (`LoadResult`)
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -64,6 +80,7 @@ class Index:
         path: str | Path | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
+        limits: Limits | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
@@ -71,19 +88,26 @@ class Index:
         new or changed documents are chunked and embedded again. `backend` "sqlite": `path`
         is a file; "qdrant": a folder (Qdrant's local mode), or with `qdrant_url` the
         index's name on that server. Files that fail to load are reported in
-        `load_errors` and the rest are indexed.
+        `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
+        (`Limits`: file size and count, chunks per document, what to do with secrets);
+        files loaded with a secret cut out, or with a doubtful `supersedes`, in `warnings`.
         """
-        loaded = load_folder(folder)
+        limits = limits or Limits()
+        loaded = load_folder(
+            folder, max_bytes=limits.max_bytes, max_files=limits.max_files, secrets=limits.secrets
+        )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         chunker = chunker or Chunker()
+        documents, too_long = within_chunk_limit(loaded.documents, chunker, limits.max_chunks)
+        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         if path is None:
             store: VectorStore = MemoryStore()
-            report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
+            report = sync(store, documents, chunker=chunker, embedder=embedder)
         else:  # one writer at a time; a first build shows up whole or not at all
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
-                report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
-        return cls(store, report.embedder, report, loaded.errors)
+                report = sync(store, documents, chunker=chunker, embedder=embedder)
+        return cls(store, report.embedder, report, errors, loaded.warnings)
 
     @classmethod
     def open(
@@ -136,9 +160,16 @@ class Index:
         k: int = DEFAULT_K,
         method: str = DEFAULT_METHOD,
         min_score: float | None = None,
+        diversity: Diversity | None = None,
+        expansion: QueryExpansion | None = None,
     ) -> list[Hit]:
-        """The top-k chunks `principal` may read, ranked for `question` by `method`."""
-        return self.retriever(method, min_score=min_score).search(question, principal, k)
+        """The top-k chunks `principal` may read, ranked for `question` by `method`.
+
+        `diversity` and `expansion` are the retriever's options (`raglab.retrieval`)."""
+        retriever = self.retriever(method, min_score=min_score)
+        if diversity is not None or expansion is not None:  # the same caches, more options
+            retriever = replace(retriever, diversity=diversity, expansion=expansion)
+        return retriever.search(question, principal, k)
 
 
 def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
@@ -173,6 +204,8 @@ def ask(
     max_chars: int = 6000,
     max_tokens: int | None = None,
     order: str = "rank",
+    diversity: Diversity | None = None,
+    expansion: QueryExpansion | None = None,
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
@@ -184,10 +217,13 @@ def ask(
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
     `max_tokens` (counted with MiniLM's WordPiece) and `order` ("rank" or "ends") are
     `build_prompt`'s: a model's context window is counted in its own tokens.
+    `diversity` and `expansion` change how chunks are chosen (`Index.search`).
     """
     if not question.strip():
         raise ValueError("question must not be empty")
-    hits = index.search(question, principal, k=k, method=method)
+    hits = index.search(
+        question, principal, k=k, method=method, diversity=diversity, expansion=expansion
+    )
     prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
     if generator is None:
         generator = ExtractiveGenerator(embedder=answer_embedder(index, principal, method))

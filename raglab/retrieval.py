@@ -20,8 +20,8 @@ just in ids: a document rewritten under the same chunk ids gets a new model.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from raglab.bm25 import BM25
 from raglab.embedders import Embedder
@@ -29,6 +29,11 @@ from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 from raglab.validation import check_int
+from raglab.versions import current_search, hidden_chunk_ids
+
+if TYPE_CHECKING:
+    from raglab.diversity import Diversity
+    from raglab.query_expansion import QueryExpansion
 
 METHODS = ("dense", "bm25", "hybrid")
 """The ways a `Retriever` ranks chunks."""
@@ -103,6 +108,10 @@ class Retriever:
     tenant's questions are embedded by its fit on that tenant's chunks (`embedder_for`).
     `min_score` drops hits scoring below it (cosine for dense, BM25 score for bm25; for
     hybrid it applies to the dense candidates, since RRF scores are ranks, not evidence).
+    `diversity` (`raglab.diversity`): near duplicates dropped and k kept by MMR.
+    `expansion` (`raglab.query_expansion`): the question rewritten, the rankings fused.
+    A document superseded by one the principal may read is never returned
+    (`raglab.versions`).
     """
 
     store: VectorStore
@@ -113,6 +122,8 @@ class Retriever:
     # caches to all its retrievers, so dense, bm25 and hybrid fit each model once.
     bm25s: FitCache[BM25] = field(default_factory=FitCache, kw_only=True, repr=False)
     fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
+    diversity: Diversity | None = field(default=None, kw_only=True)
+    expansion: QueryExpansion | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -122,6 +133,10 @@ class Retriever:
     def search(self, question: str, principal: Principal, k: int = 5) -> list[Hit]:
         """The top-k hits for `question` among the chunks `principal` may read."""
         k = check_int("k", k, minimum=1)
+        if self.diversity is not None:
+            return self.diverse(question, principal, k, self.diversity)
+        if self.expansion is not None:
+            return self.expansion.search(self, question, principal, k)
         if self.method == "dense":
             return self.dense(question, principal, k, min_score=self.min_score)
         if self.method == "bm25":
@@ -138,7 +153,7 @@ class Retriever:
         if embedder is None:
             return []
         query = embedder.embed([question])[0]
-        return self.store.search(query, principal, k, min_score=min_score)
+        return current_search(self.store, query, principal, k, min_score=min_score)
 
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
@@ -151,12 +166,23 @@ class Retriever:
             return []
         key = (principal.tenant, tuple(sorted(principal.groups)))
         bm25 = self.bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
-        rows, scores = bm25.search(question, k)
+        hidden = hidden_chunk_ids(self.store, chunks)  # superseded: searched past, then dropped
+        rows, scores = bm25.search(question, min(k + len(hidden), len(chunks)))
         threshold = 0.0 if min_score is None else min_score
         # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
         return [
-            Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
-        ]
+            Hit(chunks[r], float(s))
+            for r, s in zip(rows, scores, strict=True)
+            if s > threshold and chunks[r].id not in hidden
+        ][:k]
+
+    def diverse(
+        self, question: str, principal: Principal, k: int, diversity: Diversity
+    ) -> list[Hit]:
+        """`diversity.depth(k)` candidates by this retriever's method, then k chosen by it."""
+        plain = replace(self, diversity=None)  # the same store and caches, no diversity
+        hits = plain.search(question, principal, diversity.depth(k))
+        return diversity.select(hits, k, self.store)
 
     def embedder_for(self, tenant: str) -> Embedder | None:
         """The embedder for questions of `tenant` (`raglab.indexing.tenant_embedder`).
