@@ -19,18 +19,22 @@ tenant acme opens nothing of tenant globex.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from raglab.records import Chunk, Document, Principal
+
+if TYPE_CHECKING:
+    from raglab.stores import DocRecord
 
 CACHE_SIZE = 64
 """Principals remembered per AccessIndex; past this the cache starts afresh, so memory
 stays bounded even when every question comes from a different set of groups."""
 
 
-def can_read(principal: Principal, item: Chunk | Document) -> bool:
-    """True when `principal` may read `item` (a chunk or a whole document).
+def can_read(principal: Principal, item: Chunk | Document | DocRecord) -> bool:
+    """True when `principal` may read `item` (a chunk, a whole document or a store's record of one).
 
     >>> from raglab.records import Document, Principal
     >>> payroll = Document("pay.md", "...", tenant="acme", groups=("hr",))

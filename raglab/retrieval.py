@@ -29,7 +29,7 @@ from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 from raglab.validation import check_int
-from raglab.versions import current_search, hidden_chunk_ids
+from raglab.versions import current_keyword_search, current_search, hidden_chunk_ids
 
 if TYPE_CHECKING:
     from raglab.diversity import Diversity
@@ -160,7 +160,9 @@ class Retriever:
     ) -> list[Hit]:
         stored = getattr(self.store, "keyword_search", None)  # BM25 kept in the index file
         if stored is not None and (min_score is None or min_score >= 0):
-            return stored(question, principal, k, min_score=min_score or 0.0)
+            return current_keyword_search(
+                self.store, question, principal, k, min_score=min_score or 0.0
+            )
         chunks = self.store.chunks(principal)
         if not chunks:
             return []

@@ -36,9 +36,10 @@ The index records who supersedes whom (`supersession`, kept in the store's meta 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from raglab.access import can_read
 from raglab.records import Chunk, Document, Hit, Principal
 
 if TYPE_CHECKING:
@@ -182,13 +183,48 @@ def current_search(
     *,
     min_score: float | None = None,
 ) -> list[Hit]:
-    """`store.search`, without the chunks of documents hidden from `principal`.
+    """`store.search`, without the chunks of documents hidden from `principal`."""
+    return _without_hidden(
+        store,
+        principal,
+        k,
+        lambda depth: store.search(query, principal, depth, min_score=min_score),
+    )
 
-    Exact: the search asks for as many more hits as there are hidden chunks, so after they
-    are dropped k remain whenever the store has k current chunks for this principal.
+
+def current_keyword_search(
+    store: VectorStore, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+) -> list[Hit]:
+    """`store.keyword_search` (BM25 kept in the index file), without hidden chunks."""
+    search = store.keyword_search  # type: ignore[attr-defined]  # SQLite store only
+    return _without_hidden(
+        store, principal, k, lambda depth: search(question, principal, depth, min_score=min_score)
+    )
+
+
+def _without_hidden(
+    store: VectorStore, principal: Principal, k: int, search: Callable[[int], list[Hit]]
+) -> list[Hit]:
+    """The top k of `search(depth)` after dropping the chunks of documents hidden from `principal`.
+
+    Exact: the search goes deeper until k current hits remain or it runs out of hits. Only
+    the small documents table is read, never every chunk, so a cold ask stays cheap.
     """
-    if not store.meta.get("superseded"):  # the common case: no chunk list needed
-        return store.search(query, principal, k, min_score=min_score)
-    hidden = hidden_chunk_ids(store, store.chunks(principal))
-    hits = store.search(query, principal, k + len(hidden), min_score=min_score)
-    return [hit for hit in hits if hit.chunk.id not in hidden][:k]
+    hidden = hidden_doc_ids(store, principal)
+    depth = k
+    while True:
+        hits = search(depth)
+        current = [hit for hit in hits if hit.chunk.doc_id not in hidden]
+        if len(current) >= k or len(hits) < depth:
+            return current[:k]
+        depth *= 2
+
+
+def hidden_doc_ids(store: VectorStore, principal: Principal) -> frozenset[str]:
+    """The documents hidden from `principal`, from the store's supersession map and records."""
+    superseded = store.meta.get("superseded")
+    if not superseded:  # the common case: nothing to read
+        return frozenset()
+    records = store.documents()
+    readable = {doc_id for doc_id, record in records.items() if can_read(principal, record)}
+    return hidden_documents(superseded, readable=readable)
