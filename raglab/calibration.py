@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raglab.abstention import FEATURES, AbstentionRule, Example, profile_of
+from raglab.abstention import FEATURES, AbstentionRule, Example, profile_of, vocabulary
 from raglab.evaluation import Question
 from raglab.extractive import ExtractiveGenerator
 from raglab.pipeline import DEFAULT_K, DEFAULT_METHOD, Index, answer_embedder
@@ -72,7 +72,9 @@ def collect_examples(
         # Any rule of the embedder's profile makes the answerer score with the embedder; the
         # rule's own numbers do not matter here (the rule is what these examples fit).
         rule = AbstentionRule(profile_of(embedder), (0.0,) * len(FEATURES), 0.0, 0.5)
-        decision = ExtractiveGenerator(embedder=embedder, rule=rule).decide(prompt)
+        known_words = vocabulary(index.store.chunks(principal))
+        generator = ExtractiveGenerator(embedder=embedder, rule=rule, known_words=known_words)
+        decision = generator.decide(prompt)
         cited = {prompt.sources[e.n - 1].chunk.doc_id for e in decision.chosen}
         correct = q.answerable and bool(cited & set(q.relevant_docs))
         examples.append(Example(q.id, decision.features, q.answerable, correct))

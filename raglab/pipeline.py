@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raglab.abstention import vocabulary
 from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
@@ -186,7 +187,10 @@ def ask(
     hits = index.search(question, principal, k=k, method=method)
     prompt = build_prompt(question, hits, max_chars=max_chars)
     if generator is None:
-        generator = ExtractiveGenerator(embedder=answer_embedder(index, principal, method))
+        generator = ExtractiveGenerator(
+            embedder=answer_embedder(index, principal, method),
+            known_words=vocabulary(index.store.chunks(principal)),
+        )
     text = generator.generate(prompt)
     report = verify_citations(text, prompt.sources)
     return Answer(
