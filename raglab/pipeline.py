@@ -163,6 +163,16 @@ def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder
     return index.retriever(method).embedder_for(principal.tenant)
 
 
+def default_answerer(index: Index, principal: Principal, method: str) -> ExtractiveGenerator:
+    """The offline answerer `ask` uses for `principal`: it scores sentences with
+    `answer_embedder` and knows the words of the documents the principal may read
+    (`raglab.abstention.vocabulary`), never anyone else's."""
+    return ExtractiveGenerator(
+        embedder=answer_embedder(index, principal, method),
+        known_words=vocabulary(index.store.chunks(principal)),
+    )
+
+
 def ask(
     question: str,
     index: Index,
@@ -177,7 +187,7 @@ def ask(
 
     `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieval`).
     Without a `generator`, the offline `ExtractiveGenerator` answers, scoring sentences
-    with the index's own embedder (`answer_embedder`).
+    with the index's own embedder (`default_answerer`).
 
     The answer's `[n]` markers are checked against what was retrieved for this question:
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
@@ -187,10 +197,7 @@ def ask(
     hits = index.search(question, principal, k=k, method=method)
     prompt = build_prompt(question, hits, max_chars=max_chars)
     if generator is None:
-        generator = ExtractiveGenerator(
-            embedder=answer_embedder(index, principal, method),
-            known_words=vocabulary(index.store.chunks(principal)),
-        )
+        generator = default_answerer(index, principal, method)
     text = generator.generate(prompt)
     report = verify_citations(text, prompt.sources)
     return Answer(
