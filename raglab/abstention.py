@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
 from raglab.embedders import Embedder
 from raglab.evidence import Evidence, content_stems, weakest_term
+from raglab.records import Chunk
 
 __all__ = [
     "FEATURES",
@@ -41,6 +42,7 @@ __all__ = [
     "load_rule",
     "precision_abstention_curve",
     "profile_of",
+    "vocabulary",
 ]
 
 RULES_FILE = "abstention_rules.json"
@@ -63,7 +65,11 @@ class AnswerFeatures:
     question's content words found anywhere in the sources (a question about something
     they never mention — "company cars" — leaves a word uncovered); `weakest_term`: how
     well the top sentence matches the question's worst-matched word
-    (`raglab.evidence.weakest_term`: "gym" finds nothing near it).
+    (`raglab.evidence.weakest_term`: "gym" finds nothing near it); `known`: the share of
+    the question's content words found anywhere in the documents the asker may read
+    (`vocabulary`). A question about another tenant's facts ("layoffs", "wholesale") or
+    about something no document mentions uses words the asker's documents never do, while
+    an answerable question's words are there, even when retrieval brought back other ones.
     """
 
     best_score: float
@@ -72,27 +78,55 @@ class AnswerFeatures:
     gap: float
     coverage: float
     weakest_term: float
+    known: float
 
 
 FEATURES = tuple(AnswerFeatures.__dataclass_fields__)
 """The feature names, in order: a rule's weights follow this order."""
 
 
+def vocabulary(chunks: Iterable[Chunk]) -> frozenset[str]:
+    """The content stems of `chunks` (text, heading and title): the words an asker's
+    documents use, when `chunks` are the chunks the asker may read.
+
+    >>> from raglab.records import Chunk
+    >>> sorted(vocabulary([Chunk("a.md", 0, "Staff get 25 days.", 0, 18, title="Leave")]))
+    ['25', 'day', 'leav', 'staff']
+    """
+    return _vocabulary(tuple(chunks))
+
+
+@lru_cache(maxsize=32)
+def _vocabulary(chunks: tuple[Chunk, ...]) -> frozenset[str]:
+    # Cached: every question of one asker reads the same chunks, and stemming them all is
+    # the slow part; equal chunks (text and all) give the same words.
+    return frozenset().union(*(content_stems(f"{c.title} {c.heading} {c.text}") for c in chunks))
+
+
 def answer_features(
-    question: str, ranked: Sequence[Evidence], embedder: Embedder | None = None
+    question: str,
+    ranked: Sequence[Evidence],
+    embedder: Embedder | None = None,
+    known_words: frozenset[str] | None = None,
 ) -> AnswerFeatures:
     """The features of `ranked` (evidence scored with `embedder`, best first) for `question`.
+
+    `known_words`: the `vocabulary` of the documents the asker may read; without it, the
+    retrieved sources are all the answerer knows (then `known` equals `coverage`).
 
     >>> from raglab.evidence import Evidence
     >>> e = Evidence(1, 0, "Staff get 25 days.", frozenset({"staff", "day"}), support=0.8, score=0.8)
     >>> answer_features("How many days?", [e])  # doctest: +NORMALIZE_WHITESPACE
     AnswerFeatures(best_score=0.8, best_similarity=0.0, best_support=0.8, gap=0.8,
-                   coverage=1.0, weakest_term=1.0)
+                   coverage=1.0, weakest_term=1.0, known=1.0)
+    >>> answer_features("How many days at the gym?", [e], known_words=frozenset({"day"})).known
+    0.5
     """
     if not ranked:
         return AnswerFeatures(*(0.0,) * len(FEATURES))
     wanted = content_stems(question)
     seen = frozenset().union(*(e.stems | e.context for e in ranked))
+    known = seen if known_words is None else known_words
     return AnswerFeatures(
         best_score=ranked[0].score,
         best_similarity=max(e.similarity for e in ranked),
@@ -100,6 +134,7 @@ def answer_features(
         gap=ranked[0].score - (ranked[1].score if len(ranked) > 1 else 0.0),
         coverage=len(wanted & seen) / len(wanted) if wanted else 0.0,
         weakest_term=weakest_term(question, ranked[0], embedder),
+        known=len(wanted & known) / len(wanted) if wanted else 0.0,
     )
 
 
@@ -112,10 +147,10 @@ class AbstentionRule:
 
     `weights` follow `FEATURES`. `profile` names the embedder the rule was fitted for.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0), intercept=-5, threshold=0.5)
-    >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0)), 3)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0), intercept=-5, threshold=0.5)
+    >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0, 0)), 3)
     0.953
-    >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0))
+    >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0, 0))
     False
     """
 
@@ -255,8 +290,8 @@ def precision_abstention_curve(
 ) -> list[CurvePoint]:
     """One `CurvePoint` per threshold (default 0.0, 0.05, ..., 1.0), for plotting.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0), intercept=-5, threshold=0.5)
-    >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0), intercept=-5, threshold=0.5)
+    >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0, 0)
     >>> examples = [Example("a", f(0.9), True, True), Example("b", f(0.4), False, False)]
     >>> [(p.threshold, p.answered, p.precision) for p in precision_abstention_curve(examples, rule, [0.1, 0.5])]
     [(0.1, 1.0, 0.5), (0.5, 0.5, 1.0)]

@@ -21,6 +21,7 @@ from raglab.abstention import (
     load_rule,
     precision_abstention_curve,
     profile_of,
+    vocabulary,
 )
 from raglab.calibration import split_questions
 from raglab.embedders import HashingEmbedder, available_embedders
@@ -30,7 +31,7 @@ from raglab.samples import sample_questions
 
 
 def features(support: float, coverage: float = 1.0) -> AnswerFeatures:
-    return AnswerFeatures(support, 0.0, support, 0.0, coverage, 1.0)
+    return AnswerFeatures(support, 0.0, support, 0.0, coverage, 1.0, coverage)
 
 
 def support_rule(threshold: float = 0.5) -> AbstentionRule:
@@ -90,6 +91,23 @@ def test_coverage_counts_question_words_found_anywhere_in_the_sources():
     assert f.coverage == pytest.approx(2 / 3)  # "day" and "park" found, "car" nowhere
     assert f.gap == pytest.approx(0.5)
     assert f.weakest_term == 0.0  # without an embedder: a word matches only itself
+    assert f.known == f.coverage  # without the asker's words, the sources stand in
+
+
+def test_known_counts_question_words_found_anywhere_the_asker_may_read():
+    # The sources speak of days; the asker's documents also of parking, never of cars.
+    one = Evidence(1, 0, "Staff get 25 days.", frozenset({"staff", "day"}), score=0.6)
+    words = frozenset({"staff", "day", "park", "free"})
+    f = answer_features("How many days of parking for cars?", [one], known_words=words)
+    assert f.coverage == pytest.approx(1 / 3) and f.known == pytest.approx(2 / 3)
+
+
+def test_vocabulary_is_the_stems_of_the_chunks_text_heading_and_title():
+    from raglab.records import Chunk
+
+    chunk = Chunk("a.md", 0, "Staff get 25 days.", 0, 18, heading="Annual leave", title="HR")
+    assert vocabulary([chunk]) == frozenset({"staff", "25", "day", "annual", "leav", "hr"})
+    assert vocabulary([]) == frozenset()
 
 
 # --- fitting -------------------------------------------------------------------------------
