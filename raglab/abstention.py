@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from itertools import combinations
 from typing import Any
 
 from raglab.embedders import Embedder
@@ -42,6 +43,7 @@ __all__ = [
     "load_rule",
     "precision_abstention_curve",
     "profile_of",
+    "together",
     "vocabulary",
 ]
 
@@ -69,7 +71,11 @@ class AnswerFeatures:
     the question's content words found anywhere in the documents the asker may read
     (`vocabulary`). A question about another tenant's facts ("layoffs", "wholesale") or
     about something no document mentions uses words the asker's documents never do, while
-    an answerable question's words are there, even when retrieval brought back other ones.
+    an answerable question's words are there, even when retrieval brought back other ones;
+    `together`: the share of the question's word pairs that one quoted sentence holds both
+    of (`together`). Sources that share the question's words one by one ("bicycle" here,
+    "allowance" there) do not state the asked-for fact; a sentence that states it holds
+    the words together.
     """
 
     best_score: float
@@ -79,6 +85,7 @@ class AnswerFeatures:
     coverage: float
     weakest_term: float
     known: float
+    together: float
 
 
 FEATURES = tuple(AnswerFeatures.__dataclass_fields__)
@@ -103,22 +110,40 @@ def _vocabulary(chunks: tuple[Chunk, ...]) -> frozenset[str]:
     return frozenset().union(*(content_stems(f"{c.title} {c.heading} {c.text}") for c in chunks))
 
 
+def together(question: str, chosen: Sequence[Evidence]) -> float:
+    """The share of pairs of the question's content stems found together in one of the
+    `chosen` sentences (a one-word question: whether one of them has the word).
+
+    >>> text = "Parking costs 5 euros a day."
+    >>> e = Evidence(1, 0, text, content_stems(text))
+    >>> together("What does parking cost?", [e]), together("What does bicycle parking cost?", [e])
+    (1.0, 0.3333333333333333)
+    """
+    wanted = sorted(content_stems(question))
+    if not wanted:
+        return 0.0
+    pairs = [set(p) for p in combinations(wanted, 2)] or [set(wanted)]
+    return sum(any(p <= e.stems for e in chosen) for p in pairs) / len(pairs)
+
+
 def answer_features(
     question: str,
     ranked: Sequence[Evidence],
     embedder: Embedder | None = None,
     known_words: frozenset[str] | None = None,
+    chosen: Sequence[Evidence] | None = None,
 ) -> AnswerFeatures:
     """The features of `ranked` (evidence scored with `embedder`, best first) for `question`.
 
     `known_words`: the `vocabulary` of the documents the asker may read; without it, the
     retrieved sources are all the answerer knows (then `known` equals `coverage`).
+    `chosen`: the sentences the answer would quote (default: the best one).
 
     >>> from raglab.evidence import Evidence
     >>> e = Evidence(1, 0, "Staff get 25 days.", frozenset({"staff", "day"}), support=0.8, score=0.8)
     >>> answer_features("How many days?", [e])  # doctest: +NORMALIZE_WHITESPACE
     AnswerFeatures(best_score=0.8, best_similarity=0.0, best_support=0.8, gap=0.8,
-                   coverage=1.0, weakest_term=1.0, known=1.0)
+                   coverage=1.0, weakest_term=1.0, known=1.0, together=1.0)
     >>> answer_features("How many days at the gym?", [e], known_words=frozenset({"day"})).known
     0.5
     """
@@ -135,6 +160,7 @@ def answer_features(
         coverage=len(wanted & seen) / len(wanted) if wanted else 0.0,
         weakest_term=weakest_term(question, ranked[0], embedder),
         known=len(wanted & known) / len(wanted) if wanted else 0.0,
+        together=together(question, ranked[:1] if chosen is None else chosen),
     )
 
 
@@ -147,10 +173,10 @@ class AbstentionRule:
 
     `weights` follow `FEATURES`. `profile` names the embedder the rule was fitted for.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0), intercept=-5, threshold=0.5)
-    >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0, 0)), 3)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0, 0), intercept=-5, threshold=0.5)
+    >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0, 0, 0)), 3)
     0.953
-    >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0, 0))
+    >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0, 0, 0))
     False
     """
 
@@ -290,8 +316,8 @@ def precision_abstention_curve(
 ) -> list[CurvePoint]:
     """One `CurvePoint` per threshold (default 0.0, 0.05, ..., 1.0), for plotting.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0), intercept=-5, threshold=0.5)
-    >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0, 0)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0, 0), intercept=-5, threshold=0.5)
+    >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0, 0, 0)
     >>> examples = [Example("a", f(0.9), True, True), Example("b", f(0.4), False, False)]
     >>> [(p.threshold, p.answered, p.precision) for p in precision_abstention_curve(examples, rule, [0.1, 0.5])]
     [(0.1, 1.0, 0.5), (0.5, 0.5, 1.0)]

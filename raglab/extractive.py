@@ -173,9 +173,11 @@ class ExtractiveGenerator:
     def decide(self, prompt: Prompt) -> Decision:
         """Score, choose, and decide whether to answer (see `Decision`)."""
         ranked = self.rank(prompt)
-        features = answer_features(prompt.question, ranked, self.scoring_embedder, self.known_words)
-        probability = self.rule.probability(features)
         chosen = choose(ranked, self.max_sentences) if ranked else []
+        features = answer_features(
+            prompt.question, ranked, self.scoring_embedder, self.known_words, chosen
+        )
+        probability = self.rule.probability(features)
         draft = " ".join(cite(e) for e in chosen)
         answered = (
             bool(ranked)

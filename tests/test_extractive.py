@@ -448,3 +448,14 @@ def test_decision_explains_the_answer_and_keeps_source_order():
     assert parse_citations(decision.draft) == [e.n for e in decision.chosen]
     for e in decision.chosen:  # every quoted sentence is made of its source's own words
         assert e.stems <= content_stems(prompt.sources[e.n - 1].chunk.text)
+
+
+def test_together_is_measured_on_the_sentences_the_answer_quotes():
+    from raglab.abstention import together
+
+    text = "# Parking\n\nStaff parking is free on weekdays. Bicycle racks are free too."
+    prompt = build_prompt("Is parking free for bicycles?", [hit(text, "p.md")])
+    decision = ExtractiveGenerator().decide(prompt)
+    assert len(decision.chosen) == 2  # each sentence holds one pair of the question's words
+    assert decision.features.together == pytest.approx(2 / 3)  # "parking free", "bicycle free"
+    assert together(prompt.question, decision.ranked[:1]) == pytest.approx(1 / 3)
