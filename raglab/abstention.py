@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
+from itertools import combinations
 from typing import Any
 
 from raglab.embedders import Embedder
 from raglab.evidence import Evidence, content_stems, weakest_term
+from raglab.records import Chunk
 
 __all__ = [
     "FEATURES",
@@ -41,6 +43,8 @@ __all__ = [
     "load_rule",
     "precision_abstention_curve",
     "profile_of",
+    "together",
+    "vocabulary",
 ]
 
 RULES_FILE = "abstention_rules.json"
@@ -63,7 +67,15 @@ class AnswerFeatures:
     question's content words found anywhere in the sources (a question about something
     they never mention — "company cars" — leaves a word uncovered); `weakest_term`: how
     well the top sentence matches the question's worst-matched word
-    (`raglab.evidence.weakest_term`: "gym" finds nothing near it).
+    (`raglab.evidence.weakest_term`: "gym" finds nothing near it); `known`: the share of
+    the question's content words found anywhere in the documents the asker may read
+    (`vocabulary`). A question about another tenant's facts ("layoffs", "wholesale") or
+    about something no document mentions uses words the asker's documents never do, while
+    an answerable question's words are there, even when retrieval brought back other ones;
+    `together`: the share of the question's word pairs that one quoted sentence holds both
+    of (`together`). Sources that share the question's words one by one ("bicycle" here,
+    "allowance" there) do not state the asked-for fact; a sentence that states it holds
+    the words together.
     """
 
     best_score: float
@@ -72,27 +84,74 @@ class AnswerFeatures:
     gap: float
     coverage: float
     weakest_term: float
+    known: float
+    together: float
 
 
 FEATURES = tuple(AnswerFeatures.__dataclass_fields__)
 """The feature names, in order: a rule's weights follow this order."""
 
 
+def vocabulary(chunks: Iterable[Chunk]) -> frozenset[str]:
+    """The content stems of `chunks` (text, heading and title): the words an asker's
+    documents use, when `chunks` are the chunks the asker may read.
+
+    >>> from raglab.records import Chunk
+    >>> sorted(vocabulary([Chunk("a.md", 0, "Staff get 25 days.", 0, 18, title="Leave")]))
+    ['25', 'day', 'leav', 'staff']
+    """
+    return _vocabulary(tuple(chunks))
+
+
+@lru_cache(maxsize=32)
+def _vocabulary(chunks: tuple[Chunk, ...]) -> frozenset[str]:
+    # Cached: every question of one asker reads the same chunks, and stemming them all is
+    # the slow part; equal chunks (text and all) give the same words.
+    return frozenset().union(*(content_stems(f"{c.title} {c.heading} {c.text}") for c in chunks))
+
+
+def together(question: str, chosen: Sequence[Evidence]) -> float:
+    """The share of pairs of the question's content stems found together in one of the
+    `chosen` sentences (a one-word question: whether one of them has the word).
+
+    >>> text = "Parking costs 5 euros a day."
+    >>> e = Evidence(1, 0, text, content_stems(text))
+    >>> together("What does parking cost?", [e]), together("What does bicycle parking cost?", [e])
+    (1.0, 0.3333333333333333)
+    """
+    wanted = sorted(content_stems(question))
+    if not wanted:
+        return 0.0
+    pairs = [set(p) for p in combinations(wanted, 2)] or [set(wanted)]
+    return sum(any(p <= e.stems for e in chosen) for p in pairs) / len(pairs)
+
+
 def answer_features(
-    question: str, ranked: Sequence[Evidence], embedder: Embedder | None = None
+    question: str,
+    ranked: Sequence[Evidence],
+    embedder: Embedder | None = None,
+    known_words: frozenset[str] | None = None,
+    chosen: Sequence[Evidence] | None = None,
 ) -> AnswerFeatures:
     """The features of `ranked` (evidence scored with `embedder`, best first) for `question`.
+
+    `known_words`: the `vocabulary` of the documents the asker may read; without it, the
+    retrieved sources are all the answerer knows (then `known` equals `coverage`).
+    `chosen`: the sentences the answer would quote (default: the best one).
 
     >>> from raglab.evidence import Evidence
     >>> e = Evidence(1, 0, "Staff get 25 days.", frozenset({"staff", "day"}), support=0.8, score=0.8)
     >>> answer_features("How many days?", [e])  # doctest: +NORMALIZE_WHITESPACE
     AnswerFeatures(best_score=0.8, best_similarity=0.0, best_support=0.8, gap=0.8,
-                   coverage=1.0, weakest_term=1.0)
+                   coverage=1.0, weakest_term=1.0, known=1.0, together=1.0)
+    >>> answer_features("How many days at the gym?", [e], known_words=frozenset({"day"})).known
+    0.5
     """
     if not ranked:
         return AnswerFeatures(*(0.0,) * len(FEATURES))
     wanted = content_stems(question)
     seen = frozenset().union(*(e.stems | e.context for e in ranked))
+    known = seen if known_words is None else known_words
     return AnswerFeatures(
         best_score=ranked[0].score,
         best_similarity=max(e.similarity for e in ranked),
@@ -100,6 +159,8 @@ def answer_features(
         gap=ranked[0].score - (ranked[1].score if len(ranked) > 1 else 0.0),
         coverage=len(wanted & seen) / len(wanted) if wanted else 0.0,
         weakest_term=weakest_term(question, ranked[0], embedder),
+        known=len(wanted & known) / len(wanted) if wanted else 0.0,
+        together=together(question, ranked[:1] if chosen is None else chosen),
     )
 
 
@@ -112,10 +173,10 @@ class AbstentionRule:
 
     `weights` follow `FEATURES`. `profile` names the embedder the rule was fitted for.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0), intercept=-5, threshold=0.5)
-    >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0)), 3)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0, 0), intercept=-5, threshold=0.5)
+    >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0, 0, 0)), 3)
     0.953
-    >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0))
+    >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0, 0, 0))
     False
     """
 
@@ -255,8 +316,8 @@ def precision_abstention_curve(
 ) -> list[CurvePoint]:
     """One `CurvePoint` per threshold (default 0.0, 0.05, ..., 1.0), for plotting.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0), intercept=-5, threshold=0.5)
-    >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0, 0), intercept=-5, threshold=0.5)
+    >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0, 0, 0)
     >>> examples = [Example("a", f(0.9), True, True), Example("b", f(0.4), False, False)]
     >>> [(p.threshold, p.answered, p.precision) for p in precision_abstention_curve(examples, rule, [0.1, 0.5])]
     [(0.1, 1.0, 0.5), (0.5, 0.5, 1.0)]

@@ -12,11 +12,11 @@ give is right: it cites a document the question lists as relevant.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from raglab.abstention import FEATURES, AbstentionRule, Example, profile_of
 from raglab.evaluation import Question
-from raglab.extractive import ExtractiveGenerator
-from raglab.pipeline import DEFAULT_K, DEFAULT_METHOD, Index, answer_embedder
+from raglab.pipeline import DEFAULT_K, DEFAULT_METHOD, Index, default_answerer
 from raglab.prompting import build_prompt
 from raglab.records import Principal
 from raglab.text import content_hash
@@ -68,11 +68,13 @@ def collect_examples(
         principal = Principal(f"calibration:{q.id}", q.tenant, q.groups)
         hits = index.search(q.question, principal, k=k, method=method)
         prompt = build_prompt(q.question, hits)
-        embedder = answer_embedder(index, principal, method) if use_embedder else None
+        answerer = default_answerer(index, principal, method)  # as `raglab.ask` answers
+        embedder = answerer.embedder if use_embedder else None
         # Any rule of the embedder's profile makes the answerer score with the embedder; the
         # rule's own numbers do not matter here (the rule is what these examples fit).
         rule = AbstentionRule(profile_of(embedder), (0.0,) * len(FEATURES), 0.0, 0.5)
-        decision = ExtractiveGenerator(embedder=embedder, rule=rule).decide(prompt)
+        generator = replace(answerer, embedder=embedder, rule=rule)
+        decision = generator.decide(prompt)
         cited = {prompt.sources[e.n - 1].chunk.doc_id for e in decision.chosen}
         correct = q.answerable and bool(cited & set(q.relevant_docs))
         examples.append(Example(q.id, decision.features, q.answerable, correct))

@@ -123,7 +123,10 @@ class ExtractiveGenerator:
     `embedder`: the index's embedder (for LSA, the tenant's fit); sentences are then scored
     by meaning as well as words, and the rule fitted for that embedder decides. Without
     one, words alone and the words-only rule. `rule`: another `AbstentionRule` (default:
-    the shipped one for the embedder, `raglab.abstention.load_rule`). `min_support`: a
+    the shipped one for the embedder, `raglab.abstention.load_rule`). `known_words`: the
+    words of the documents the asker may read (`raglab.abstention.vocabulary`; `raglab.ask`
+    passes them): a question in words they never use is likely about something they do
+    not say. Without them, the retrieved sources stand in. `min_support`: a
     floor the best sentence's word support must also reach (0: the rule alone decides).
 
     Deterministic: no randomness, ties broken by source number and position.
@@ -143,6 +146,7 @@ class ExtractiveGenerator:
     min_support: float = 0.0
     embedder: Embedder | None = field(default=None, kw_only=True, repr=False)
     rule: AbstentionRule | None = field(default=None, kw_only=True)
+    known_words: frozenset[str] | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         check_int("max_sentences", self.max_sentences, minimum=1)
@@ -169,9 +173,11 @@ class ExtractiveGenerator:
     def decide(self, prompt: Prompt) -> Decision:
         """Score, choose, and decide whether to answer (see `Decision`)."""
         ranked = self.rank(prompt)
-        features = answer_features(prompt.question, ranked, self.scoring_embedder)
-        probability = self.rule.probability(features)
         chosen = choose(ranked, self.max_sentences) if ranked else []
+        features = answer_features(
+            prompt.question, ranked, self.scoring_embedder, self.known_words, chosen
+        )
+        probability = self.rule.probability(features)
         draft = " ".join(cite(e) for e in chosen)
         answered = (
             bool(ranked)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from raglab.abstention import vocabulary
 from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
@@ -193,6 +194,16 @@ def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder
     return index.retriever(method).embedder_for(principal.tenant)
 
 
+def default_answerer(index: Index, principal: Principal, method: str) -> ExtractiveGenerator:
+    """The offline answerer `ask` uses for `principal`: it scores sentences with
+    `answer_embedder` and knows the words of the documents the principal may read
+    (`raglab.abstention.vocabulary`), never anyone else's."""
+    return ExtractiveGenerator(
+        embedder=answer_embedder(index, principal, method),
+        known_words=vocabulary(index.store.chunks(principal)),
+    )
+
+
 def ask(
     question: str,
     index: Index,
@@ -211,7 +222,7 @@ def ask(
 
     `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieval`).
     Without a `generator`, the offline `ExtractiveGenerator` answers, scoring sentences
-    with the index's own embedder (`answer_embedder`).
+    with the index's own embedder (`default_answerer`).
 
     The answer's `[n]` markers are checked against what was retrieved for this question:
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
@@ -226,7 +237,7 @@ def ask(
     )
     prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
     if generator is None:
-        generator = ExtractiveGenerator(embedder=answer_embedder(index, principal, method))
+        generator = default_answerer(index, principal, method)
     text = generator.generate(prompt)
     report = verify_citations(text, prompt.sources)
     return Answer(

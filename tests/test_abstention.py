@@ -21,16 +21,18 @@ from raglab.abstention import (
     load_rule,
     precision_abstention_curve,
     profile_of,
+    together,
+    vocabulary,
 )
 from raglab.calibration import split_questions
 from raglab.embedders import HashingEmbedder, available_embedders
 from raglab.evaluation import Question, load_questions
-from raglab.evidence import Evidence
+from raglab.evidence import Evidence, content_stems
 from raglab.samples import sample_questions
 
 
 def features(support: float, coverage: float = 1.0) -> AnswerFeatures:
-    return AnswerFeatures(support, 0.0, support, 0.0, coverage, 1.0)
+    return AnswerFeatures(support, 0.0, support, 0.0, coverage, 1.0, coverage, 1.0)
 
 
 def support_rule(threshold: float = 0.5) -> AbstentionRule:
@@ -90,6 +92,57 @@ def test_coverage_counts_question_words_found_anywhere_in_the_sources():
     assert f.coverage == pytest.approx(2 / 3)  # "day" and "park" found, "car" nowhere
     assert f.gap == pytest.approx(0.5)
     assert f.weakest_term == 0.0  # without an embedder: a word matches only itself
+    assert f.known == f.coverage  # without the asker's words, the sources stand in
+
+
+def test_known_counts_question_words_found_anywhere_the_asker_may_read():
+    # The sources speak of days; the asker's documents also of parking, never of cars.
+    one = Evidence(1, 0, "Staff get 25 days.", frozenset({"staff", "day"}), score=0.6)
+    words = frozenset({"staff", "day", "park", "free"})
+    f = answer_features("How many days of parking for cars?", [one], known_words=words)
+    assert f.coverage == pytest.approx(1 / 3) and f.known == pytest.approx(2 / 3)
+
+
+def sentence(n: int, text: str, score: float = 0.5) -> Evidence:
+    return Evidence(n, n, text, content_stems(text), score=score)
+
+
+def test_together_counts_question_word_pairs_found_in_one_chosen_sentence():
+    # Every word of the question is in the sources, but never two in the same sentence:
+    # the sources speak of a bicycle shed and a travel allowance, not a bicycle allowance.
+    apart = [
+        sentence(1, "A bicycle shed is at the back."),
+        sentence(2, "The allowance covers trains."),
+    ]
+    question = "Is there a bicycle allowance?"
+    assert answer_features(question, apart, chosen=apart).coverage == 1.0
+    assert answer_features(question, apart, chosen=apart).together == 0.0
+    one = [sentence(1, "Staff who cycle get a bicycle allowance.")]
+    assert together(question, one) == 1.0
+    assert together(question, apart[:1] + one) == 1.0
+    assert together("Do staff get a bicycle allowance?", apart + one) == 1.0  # all three pairs
+
+
+def test_together_of_a_one_word_question_is_whether_a_chosen_sentence_has_it():
+    assert together("What is E-612?", [sentence(1, "E-612 means the sensor is offline.")]) == 1.0
+    assert together("What is E-612?", [sentence(1, "E-317 means the sensor is offline.")]) == 0.0
+    assert together("Is it?", [sentence(1, "Yes it is.")]) == 0.0  # no content words at all
+
+
+def test_together_reads_the_chosen_sentences_defaulting_to_the_best_one():
+    best, second = sentence(1, "Staff get 25 days.", 0.6), sentence(2, "Annual leave rules.", 0.3)
+    question = "How many days of annual leave?"
+    assert answer_features(question, [best, second]).together == 0.0  # "day" alone
+    both = answer_features(question, [best, second], chosen=[best, second])
+    assert both.together == pytest.approx(1 / 3)  # "annual leave" together, "day" apart
+
+
+def test_vocabulary_is_the_stems_of_the_chunks_text_heading_and_title():
+    from raglab.records import Chunk
+
+    chunk = Chunk("a.md", 0, "Staff get 25 days.", 0, 18, heading="Annual leave", title="HR")
+    assert vocabulary([chunk]) == frozenset({"staff", "25", "day", "annual", "leav", "hr"})
+    assert vocabulary([]) == frozenset()
 
 
 # --- fitting -------------------------------------------------------------------------------

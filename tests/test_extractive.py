@@ -380,6 +380,37 @@ def test_minilm_still_abstains_when_the_sources_are_about_something_else():
     )
 
 
+def test_words_the_askers_documents_never_use_lower_the_probability():
+    # The rules weigh `known` positively: the same evidence is less convincing when the
+    # question's words ("company", "car") are nowhere in what the asker may read.
+    prompt = build_prompt("How many days of annual leave for a company car?", [hit(LEAVE, "l.md")])
+    everything = content_stems(prompt.question)
+    sure = ExtractiveGenerator(known_words=everything).decide(prompt)
+    unsure = ExtractiveGenerator(known_words=everything - {"car", "company"}).decide(prompt)
+    assert sure.features.known == 1.0 and unsure.features.known == pytest.approx(3 / 5)
+    assert unsure.probability < sure.probability
+
+
+def test_ask_scores_with_the_words_of_the_documents_the_asker_may_read(corpus_index, monkeypatch):
+    from raglab import pipeline
+    from raglab.abstention import vocabulary
+    from raglab.records import Principal
+
+    seen = []
+
+    class Spy(ExtractiveGenerator):
+        def decide(self, prompt):
+            seen.append(self.known_words)
+            return super().decide(prompt)
+
+    monkeypatch.setattr(pipeline, "ExtractiveGenerator", Spy)
+    acme = Principal("u", "acme")
+    pipeline.ask("How many vacation days do I get?", corpus_index, acme)
+    assert seen == [vocabulary(corpus_index.store.chunks(acme))]
+    assert seen[0] < vocabulary(corpus_index.store.chunks())  # never another tenant's words
+    assert "globex" not in seen[0]
+
+
 def test_the_rule_follows_the_embedder_profile():
     from raglab.abstention import load_rule
     from raglab.embedders import HashingEmbedder
@@ -417,3 +448,14 @@ def test_decision_explains_the_answer_and_keeps_source_order():
     assert parse_citations(decision.draft) == [e.n for e in decision.chosen]
     for e in decision.chosen:  # every quoted sentence is made of its source's own words
         assert e.stems <= content_stems(prompt.sources[e.n - 1].chunk.text)
+
+
+def test_together_is_measured_on_the_sentences_the_answer_quotes():
+    from raglab.abstention import together
+
+    text = "# Parking\n\nStaff parking is free on weekdays. Bicycle racks are free too."
+    prompt = build_prompt("Is parking free for bicycles?", [hit(text, "p.md")])
+    decision = ExtractiveGenerator().decide(prompt)
+    assert len(decision.chosen) == 2  # each sentence holds one pair of the question's words
+    assert decision.features.together == pytest.approx(2 / 3)  # "parking free", "bicycle free"
+    assert together(prompt.question, decision.ranked[:1]) == pytest.approx(1 / 3)

@@ -299,7 +299,8 @@ def reference_decide(
 ) -> tuple[float, bool]:
     """The engine's rule on plain numbers: (probability the answer is right, answer?).
 
-    >>> p, answer = reference_decide([1, 0, 0, 0, 0, 0], [2, 0, 0, 0, 0, 0], -1.0, 0.7)
+    >>> rest = [0] * (len(FEATURES) - 1)  # one number per feature of the engine's rule
+    >>> p, answer = reference_decide([1, *rest], [2, *rest], -1.0, 0.7)
     >>> round(p, 4), answer
     (0.7311, True)
     """
