@@ -9,6 +9,7 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 
 from collections.abc import Callable
 
+from raglab.bootstrap import resample_means as _resample_means
 from raglab.chunking import chunk as _chunk
 from raglab.citations import parse_citations as _parse_citations
 from raglab.vectors import cosine as _cosine
@@ -19,6 +20,7 @@ from raglab.workbook.checks import (
     design,
     embeddings,
     generation,
+    improve,
     retrieval,
     testing,
     understand,
@@ -34,6 +36,7 @@ from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidde
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
+from raglab.workbook.checks.improve import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
 from raglab.workbook.checks.understand import *  # noqa: F403
@@ -47,6 +50,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **retrieval.CHECKS,  # 06
     **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
+    **improve.CHECKS,  # 09
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -71,6 +75,12 @@ REFERENCES: tuple[Callable, ...] = (
     generation.reference_decide,
     generation.AbstentionRule,
     generation.reference_markers,
+    improve.bootstrap_ci,  # 09
+    improve.reference_bootstrap_interval,
+    _resample_means,
+    improve.weighted_rrf,
+    improve.reference_weighted_rrf,
+    improve.shortest_span,
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -87,6 +97,7 @@ __all__ = [
     *design.__all__,
     *embeddings.__all__,
     *generation.__all__,
+    *improve.__all__,
     *retrieval.__all__,
     *testing.__all__,
     "BUILDS_ON",
