@@ -38,6 +38,7 @@ from raglab.stores import (
     VectorStore,
     _checked_meta,
 )
+from raglab.versions import supersession
 
 
 def is_fittable(embedder: Embedder) -> bool:
@@ -200,6 +201,7 @@ def sync(
                 "embedder_dim": embedder.dim,
                 "embedder_version": _version_to_record(embedder, fits),
                 "chunker": params,
+                "superseded": supersession(docs.values()),
             }
         )
     return SyncReport(

@@ -20,11 +20,12 @@ Front matter is the block between a first line `---` and the next `---` line:
     tenant: acme            # default tenant if absent: "default"
     groups: [hr, managers]  # absent or [] = every user of the tenant
     version: 2
+    supersedes: [acme/policies/leave-2024.md]   # optional: the older documents it replaces
     ---
 
 It is a small subset of YAML, parsed by hand: `key: value`, inline lists `[a, b]`,
-'single' or "double" quotes, `# comments`. Only the keys title, tenant, groups and
-version are accepted: an unknown key is an error, not silently ignored, because a typo
+'single' or "double" quotes, `# comments`. Only the keys title, tenant, groups, version
+and supersedes are accepted: an unknown key is an error, not silently ignored, because a typo
 such as `grups:` would otherwise leave a restricted document readable by everyone.
 `Document.text` is the body after the front matter; chunk offsets index into it.
 
@@ -46,7 +47,8 @@ look-alike cannot slip past. Refused:
   `key:` lines holding `tenant:` or `groups:` (in any case). This also catches such a
   block inside a code example: reword the example (it cannot be told apart safely).
 
-`load_folder` applies two more rules, which need the whole corpus. The sample corpus
+`load_folder` applies three more rules, which need the whole corpus. `supersedes` must
+name documents of the corpus, of the same tenant, without a cycle (`raglab.versions`). The sample corpus
 keeps each tenant's documents in a top-level folder named after it (`acme/...`), so a
 top-level folder whose name is exactly a tenant some loaded document declares is that
 tenant's folder, and every file in it must carry that tenant:
@@ -73,13 +75,14 @@ from pathlib import Path
 from raglab.records import DEFAULT_TENANT, Document
 from raglab.text import markdown_lines
 from raglab.validation import check_int
+from raglab.versions import supersedes_problems
 
 DEFAULT_MAX_BYTES = 1_000_000
 """Largest file loaded (1 MB, about 150 pages of text): anything bigger in a folder of
 policies and notes is far more likely a mistake (a log, a dump) than a document."""
 
 SUFFIXES = (".md", ".txt")
-FRONT_MATTER_KEYS = ("groups", "tenant", "title", "version")
+FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
 ACCESS_KEYS = ("groups", "tenant")
 """The front-matter keys that decide who may read a document."""
@@ -136,6 +139,10 @@ def load_folder(root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Load
         except DocumentError as error:
             errors.append(error)
     misplaced = _tenant_folder_errors(documents)
+    documents = [doc for doc in documents if doc.id not in misplaced]
+    known = {_document_id(path, folder) for path in paths}
+    versions = supersedes_problems(documents, known)
+    misplaced.update({doc_id: DocumentError(doc_id, why) for doc_id, why in versions.items()})
     documents = [doc for doc in documents if doc.id not in misplaced]
     errors = sorted([*errors, *misplaced.values()], key=lambda error: error.path)
     return LoadResult(tuple(documents), tuple(errors))
@@ -209,6 +216,7 @@ def load_file(
         tenant=fields.get("tenant", DEFAULT_TENANT),
         groups=fields.get("groups", ()),
         version=fields.get("version", "1"),
+        supersedes=fields.get("supersedes", ()),
     )
 
 
@@ -412,7 +420,10 @@ def _parse_line(raw: str, number: int, fields: dict, doc_id: str) -> None:
 
 
 def _typed_value(key: str, value: str) -> str | tuple[str, ...]:
-    """The value of `key`, checked: groups is a list, the others are single non-list values."""
+    """The value of `key`, checked: groups is a list, supersedes one id or a list of ids,
+    the others are single non-list values."""
+    if key == "supersedes":
+        return _document_ids(value)
     if key == "groups":
         if not (value.startswith("[") and value.endswith("]")):
             raise ValueError(f"groups must be a list like [hr, managers] (got {value!r})")
@@ -426,6 +437,20 @@ def _typed_value(key: str, value: str) -> str | tuple[str, ...]:
     if not scalar and key in ("tenant", "version"):
         raise ValueError(f"{key} must not be empty")
     return scalar
+
+
+def _document_ids(value: str) -> tuple[str, ...]:
+    """The ids of `supersedes: a.md` or `supersedes: [a.md, b.md]`: relative POSIX paths."""
+    listed = value.startswith("[") and value.endswith("]")
+    ids = [_scalar(item) for item in _split_list(value[1:-1])] if listed else [_scalar(value)]
+    for doc_id in ids:
+        parts = doc_id.split("/")
+        if not doc_id or doc_id.startswith("/") or "\\" in doc_id or ".." in parts:
+            raise ValueError(
+                "supersedes must name document ids, paths relative to the corpus folder "
+                f"like acme/policies/leave.md (got {value!r})"
+            )
+    return tuple(sorted(set(ids)))
 
 
 def _scalar(value: str) -> str:

@@ -11,12 +11,13 @@ boundary, so a learner can swap any one of them and see what changes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
+from raglab.diversity import Diversity
 from raglab.embedders import Embedder
 from raglab.embedders import embedder as make_embedder
 from raglab.extractive import ExtractiveGenerator
@@ -24,6 +25,7 @@ from raglab.generation import Generator, is_abstention
 from raglab.indexing import check_embedder, sync
 from raglab.loaders import DocumentError, load_folder
 from raglab.prompting import build_prompt
+from raglab.query_expansion import QueryExpansion
 from raglab.records import Answer, Hit, Principal
 from raglab.rerank import default_reranker
 from raglab.retrieval import FitCache, Retriever
@@ -149,9 +151,16 @@ class Index:
         k: int = DEFAULT_K,
         method: str = DEFAULT_METHOD,
         min_score: float | None = None,
+        diversity: Diversity | None = None,
+        expansion: QueryExpansion | None = None,
     ) -> list[Hit]:
-        """The top-k chunks `principal` may read, ranked for `question` by `method`."""
-        return self.retriever(method, min_score=min_score).search(question, principal, k)
+        """The top-k chunks `principal` may read, ranked for `question` by `method`.
+
+        `diversity` and `expansion` are the retriever's options (`raglab.retrieval`)."""
+        retriever = self.retriever(method, min_score=min_score)
+        if diversity is not None or expansion is not None:  # the same caches, more options
+            retriever = replace(retriever, diversity=diversity, expansion=expansion)
+        return retriever.search(question, principal, k)
 
 
 def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
@@ -186,6 +195,8 @@ def ask(
     max_chars: int = 6000,
     max_tokens: int | None = None,
     order: str = "rank",
+    diversity: Diversity | None = None,
+    expansion: QueryExpansion | None = None,
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
@@ -197,10 +208,13 @@ def ask(
     a marker pointing anywhere else is reported in `Answer.invalid_citations`.
     `max_tokens` (counted with MiniLM's WordPiece) and `order` ("rank" or "ends") are
     `build_prompt`'s: a model's context window is counted in its own tokens.
+    `diversity` and `expansion` change how chunks are chosen (`Index.search`).
     """
     if not question.strip():
         raise ValueError("question must not be empty")
-    hits = index.search(question, principal, k=k, method=method)
+    hits = index.search(
+        question, principal, k=k, method=method, diversity=diversity, expansion=expansion
+    )
     if generator is None:
         generator = ExtractiveGenerator(embedder=answer_embedder(index, principal, method))
     return answer_from(

@@ -20,7 +20,8 @@ class Document:
 
     `id` is the file's POSIX path relative to the corpus folder. `tenant` and `groups`
     decide who may read it (see `raglab.access`); they come from front matter, never
-    from the text.
+    from the text. `supersedes` names the ids of older documents this one replaces
+    (see `raglab.versions`).
     """
 
     id: str
@@ -29,6 +30,7 @@ class Document:
     tenant: str = DEFAULT_TENANT
     groups: tuple[str, ...] = ()
     version: str = "1"
+    supersedes: tuple[str, ...] = ()
     hash: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

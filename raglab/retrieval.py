@@ -20,7 +20,7 @@ just in ids: a document rewritten under the same chunk ids gets a new model.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from raglab.bm25 import BM25
@@ -29,9 +29,12 @@ from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 from raglab.validation import check_int
+from raglab.versions import current_chunks, current_search
 
-if TYPE_CHECKING:  # fusion and rerank import this module: only their types are needed here
+if TYPE_CHECKING:  # these modules import this one: only their types are needed here
+    from raglab.diversity import Diversity
     from raglab.fusion import Fusion
+    from raglab.query_expansion import QueryExpansion
     from raglab.rerank import Reranker
 
 METHODS = ("dense", "bm25", "hybrid")
@@ -109,6 +112,10 @@ class Retriever:
     hybrid it applies to the dense candidates, since RRF scores are ranks, not evidence).
     `fusion` weighs the two rankings of hybrid search (`raglab.fusion`; None: plain RRF);
     `reranker` reorders hybrid search's top `raglab.rerank.DEPTH` and keeps k (None: off).
+    `diversity` (`raglab.diversity`): near duplicates dropped and k kept by MMR.
+    `expansion` (`raglab.query_expansion`): the question rewritten, the rankings fused.
+    A document superseded by one the principal may read is never returned
+    (`raglab.versions`).
     """
 
     store: VectorStore
@@ -121,6 +128,8 @@ class Retriever:
     fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
     fusion: Fusion | None = field(default=None, kw_only=True)
     reranker: Reranker | None = field(default=None, kw_only=True)
+    diversity: Diversity | None = field(default=None, kw_only=True)
+    expansion: QueryExpansion | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -134,6 +143,10 @@ class Retriever:
     def search(self, question: str, principal: Principal, k: int = 5) -> list[Hit]:
         """The top-k hits for `question` among the chunks `principal` may read."""
         k = check_int("k", k, minimum=1)
+        if self.diversity is not None:
+            return self.diverse(question, principal, k, self.diversity)
+        if self.expansion is not None:
+            return self.expansion.search(self, question, principal, k)
         if self.method == "dense":
             return self.dense(question, principal, k, min_score=self.min_score)
         if self.method == "bm25":
@@ -167,12 +180,12 @@ class Retriever:
         if embedder is None:
             return []
         query = embedder.embed([question])[0]
-        return self.store.search(query, principal, k, min_score=min_score)
+        return current_search(self.store, query, principal, k, min_score=min_score)
 
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
-        chunks = self.store.chunks(principal)
+        chunks = current_chunks(self.store, principal)
         if not chunks:
             return []
         key = (principal.tenant, tuple(sorted(principal.groups)))
@@ -183,6 +196,14 @@ class Retriever:
         return [
             Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
         ]
+
+    def diverse(
+        self, question: str, principal: Principal, k: int, diversity: Diversity
+    ) -> list[Hit]:
+        """`diversity.depth(k)` candidates by this retriever's method, then k chosen by it."""
+        plain = replace(self, diversity=None)  # the same store and caches, no diversity
+        hits = plain.search(question, principal, diversity.depth(k))
+        return diversity.select(hits, k, self.store)
 
     def embedder_for(self, tenant: str) -> Embedder | None:
         """The embedder for questions of `tenant` (`raglab.indexing.tenant_embedder`).

@@ -39,8 +39,9 @@ from raglab.vectors import normalise, top_k
 if TYPE_CHECKING:
     from raglab.embedders import Embedder
 
-META_KEYS = ("embedder_name", "embedder_dim", "embedder_version", "chunker")
-"""What `store.meta` holds; each is None until the first `sync` records it."""
+META_KEYS = ("embedder_name", "embedder_dim", "embedder_version", "chunker", "superseded")
+"""What `store.meta` holds; each is None until the first `sync` records it. `superseded`
+maps a document id to the ids superseding it (`raglab.versions.supersession`)."""
 
 
 class StoreError(ValueError):

@@ -247,7 +247,7 @@ def test_max_bytes_must_be_positive(tmp_path):
             "---\ngrups: [hr]\n---\n",
             (
                 r"front matter line 2: unknown key 'grups' "
-                r"\(expected one of: groups, tenant, title, version\)"
+                r"\(expected one of: groups, supersedes, tenant, title, version\)"
             ),
         ),
         ("---\ntenant: a\ntenant: b\n---\n", r"front matter line 3: key 'tenant' is given twice"),

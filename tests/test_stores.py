@@ -453,6 +453,7 @@ def test_sqlite_persists_across_reopen(tmp_path):
             "embedder_dim": DIM,
             "embedder_version": "1",
             "chunker": {"kind": "fake", "size": 10},
+            "superseded": {},
         }
         check_embedder(again, FakeEmbedder())
         second = sync(again, corpus(), chunker=FakeChunker(), embedder=FakeEmbedder())
