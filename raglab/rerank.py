@@ -315,9 +315,11 @@ def training_rows(
 def default_reranker(profile: str) -> LinearReranker | None:
     """The shipped reranker for `profile` if its held-out figures let it on, else None.
 
-    `scripts/fit_rerank.py` enables a reranker only when it lowers none of nDCG@10, MRR@5
-    and recall@5 on the questions it was not fitted on: a reranker must never make
-    things worse.
+    `scripts/fit_rerank.py` enables a reranker only when, on the questions it was not
+    fitted on, it lowers none of nDCG@10, MRR@5, recall@5, answered with a relevant
+    citation and abstention (a reranker must never make things worse, answers included)
+    and its nDCG@10 gain is shown to be real (its paired bootstrap interval lies above 0):
+    a change that is only noise is not worth its cost.
     """
     entries = _stored()["rerankers"]
     if not entries.get(profile, {}).get("enabled", False):
