@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
             help="embedder for --docs (default hashing; an index remembers its own)",
         )
         chunker_options(sub)
+        limit_options(sub)
+        selection_options(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object")
 
     ask = commands.add_parser(
@@ -165,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--embedder", choices=available_embedders(), default=None, help="default hashing"
     )
     chunker_options(index)
+    limit_options(index)
     index.add_argument("--json", action="store_true", help="print one JSON object")
     index.set_defaults(run=run_index)
 
@@ -244,6 +247,103 @@ def chunker_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def limit_options(sub: argparse.ArgumentParser) -> None:
+    """What indexing a folder may read: file size and count, chunks per document, secrets."""
+    from raglab.loaders import SECRET_POLICIES
+    from raglab.pipeline import Limits
+
+    default = Limits()
+    sub.add_argument(
+        "--max-file-bytes",
+        metavar="N",
+        type=positive_int,
+        default=default.max_bytes,
+        help=f"skip larger files (default {default.max_bytes:_})",
+    )
+    sub.add_argument(
+        "--max-files",
+        metavar="N",
+        type=positive_int,
+        default=default.max_files,
+        help=f"refuse a folder with more .md/.txt files (default {default.max_files:_})",
+    )
+    sub.add_argument(
+        "--max-chunks",
+        metavar="N",
+        type=positive_int,
+        default=default.max_chunks,
+        help=f"skip a document cut into more chunks (default {default.max_chunks:_})",
+    )
+    sub.add_argument(
+        "--secrets",
+        choices=SECRET_POLICIES,
+        default=default.secrets,
+        help="a file holding a key, password or token: refuse it (default) or redact the secret",
+    )
+
+
+def limits_of(args: argparse.Namespace):
+    from raglab.pipeline import Limits
+
+    return Limits(args.max_file_bytes, args.max_files, args.max_chunks, args.secrets)
+
+
+def selection_options(sub: argparse.ArgumentParser) -> None:
+    """How chunks are chosen beyond the ranking: MMR, duplicates, query rewrites."""
+    from raglab.query_expansion import MODES
+
+    sub.add_argument(
+        "--mmr",
+        metavar="LAMBDA",
+        type=float,
+        default=None,
+        help="choose the top k by MMR, weighing relevance by LAMBDA (0-1) against novelty",
+    )
+    sub.add_argument(
+        "--dedup",
+        metavar="JACCARD",
+        type=float,
+        default=None,
+        help="drop chunks whose word shingles overlap a better one's this much (0-1)",
+    )
+    sub.add_argument(
+        "--expand",
+        choices=MODES,
+        default=None,
+        help="rewrite the question from the readable chunks' words: expand it, or search "
+        "several rewrites and fuse them (multi; with RAGLAB_LLM_URL the model writes more)",
+    )
+    sub.add_argument(
+        "--hyde",
+        action="store_true",
+        help="with --expand multi and RAGLAB_LLM_URL: also search a passage the model imagines",
+    )
+
+
+def selection_of(args: argparse.Namespace) -> dict:
+    """ask's and Index.search's `diversity` and `expansion`, from the options."""
+    from raglab.diversity import Diversity
+    from raglab.query_expansion import QueryExpansion, rewriter_from_env
+
+    diversity = None
+    if args.mmr is not None or args.dedup is not None:
+        try:
+            diversity = Diversity(lambda_=args.mmr, dedup=args.dedup)
+        except ValueError as error:
+            raise ValueError(f"--mmr/--dedup: {error}") from None
+    if args.hyde and args.expand != "multi":
+        raise ValueError("--hyde needs --expand multi")
+    expansion = None
+    if args.expand is not None:
+        rewriter = rewriter_from_env(hyde=args.hyde) if args.expand == "multi" else None
+        if args.hyde and rewriter is None:
+            raise ValueError(
+                "--hyde needs a language model: set RAGLAB_LLM_URL and RAGLAB_LLM_MODEL"
+            )
+        expansion = QueryExpansion(args.expand, rewriter=rewriter)
+    return {"diversity": diversity, "expansion": expansion}
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -272,7 +372,7 @@ def open_index(args: argparse.Namespace):
         check_chunker(args, index.store.meta["chunker"])
         return index
     embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
-    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker)
+    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
     warn_load_errors(index.load_errors)
     return index
 
@@ -328,8 +428,9 @@ def recorded_chunker(args: argparse.Namespace) -> dict | None:
 
 
 def warn_load_errors(errors) -> None:
-    for error in errors:
-        print(f"raglab: skipped {error}", file=sys.stderr)
+    for error in errors:  # a redacted file was loaded; any other was skipped
+        done = "" if error.reason.startswith("redacted") else "skipped "
+        print(f"raglab: {done}{error}", file=sys.stderr)
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -337,6 +438,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from raglab.records import Principal
 
     generator = make_generator(args)
+    selection = selection_of(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
     answer = ask(
@@ -348,6 +450,7 @@ def run_ask(args: argparse.Namespace) -> int:
         generator=generator,
         max_tokens=args.max_tokens,
         order=args.order,
+        **selection,
     )
     if args.json:
         print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
@@ -419,6 +522,7 @@ def run_index(args: argparse.Namespace) -> int:
         embedder=args.embedder or DEFAULT_EMBEDDER,
         chunker=chunker,
         path=args.index,
+        limits=limits_of(args),
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
@@ -454,6 +558,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from raglab.records import Principal
 
     load_questions(args.questions)  # a malformed file fails before the index is built
+    selection = selection_of(args)
     index = open_index(args)
     questions = load_questions(args.questions, doc_ids=index.store.documents())
 
@@ -461,12 +566,12 @@ def run_eval(args: argparse.Namespace) -> int:
         return Principal(f"eval:{q.id}", q.tenant, q.groups)
 
     def answer(q):
-        return ask(q.question, index, principal(q), k=args.k, method=args.retriever)
+        return ask(q.question, index, principal(q), k=args.k, method=args.retriever, **selection)
 
     report = evaluate(
         questions,
         search=lambda q, depth: index.search(
-            q.question, principal(q), k=depth, method=args.retriever
+            q.question, principal(q), k=depth, method=args.retriever, **selection
         ),
         answer=None if args.retrieval_only else answer,
         k=args.k,

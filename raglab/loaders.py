@@ -61,6 +61,11 @@ tenant's folder, and every file in it must carry that tenant:
 
 A refused file is reported in `LoadResult.errors` (the CLI prints "skipped <file>:
 <reason>") and indexed nowhere.
+
+Credentials: a file holding what looks like a key, password or token (`raglab.secrets`)
+is refused, or with `secrets="redact"` loaded with each secret replaced by [REDACTED]
+and reported in `LoadResult.redacted`. Messages name the line and the kind, never the
+secret itself.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raglab.records import DEFAULT_TENANT, Document
+from raglab.secrets import REDACTED, find_secrets, redact
 from raglab.text import markdown_lines
 from raglab.validation import check_int
 from raglab.versions import supersedes_problems
@@ -82,6 +88,11 @@ DEFAULT_MAX_BYTES = 1_000_000
 policies and notes is far more likely a mistake (a log, a dump) than a document."""
 
 SUFFIXES = (".md", ".txt")
+DEFAULT_MAX_FILES = 10_000
+"""Most files a corpus folder may hold: more is far more likely a wrong folder (a home
+directory, a checkout with its dependencies) than a knowledge base; raise it if not."""
+SECRET_POLICIES = ("refuse", "redact")
+"""What the loader does with a file holding a credential (`raglab.secrets`)."""
 FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
 ACCESS_KEYS = ("groups", "tenant")
@@ -110,34 +121,53 @@ class LoadResult:
 
     documents: tuple[Document, ...]
     errors: tuple[DocumentError, ...]
+    redacted: tuple[DocumentError, ...] = ()  # loaded, with secrets cut out: what and where
 
 
 # ---------------------------------------------------------------------------- folder
 
 
-def load_folder(root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadResult:
+def load_folder(
+    root: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_files: int = DEFAULT_MAX_FILES,
+    secrets: str = "refuse",
+) -> LoadResult:
     """Load every `.md` and `.txt` file under `root` (recursively), sorted by document id.
 
     Hidden files and folders (a name starting with ".", such as .git) are skipped, and so
     are symbolic links to folders (following them could loop or leave the corpus).
-    Raises `CorpusError` when `root` is missing, not a folder, or holds no .md/.txt file.
+    Raises `CorpusError` when `root` is missing, not a folder, holds no .md/.txt file, or
+    more than `max_files` of them. `max_bytes` and `secrets` are `load_file`'s.
     """
+    max_files = check_int("max_files", max_files, minimum=1)
     folder = Path(root)
     if not folder.exists():
         raise CorpusError(f"corpus folder {str(folder)!r} does not exist")
     if not folder.is_dir():
         raise CorpusError(f"corpus folder {str(folder)!r} is not a folder")
-    paths = _candidate_files(folder)
+    paths = _candidate_files(folder, max_files)
+    if len(paths) > max_files:
+        raise CorpusError(
+            f"corpus folder {str(folder)!r} holds more than max_files={max_files} .md/.txt "
+            "files; point at the documents' own folder, or raise the limit (--max-files)"
+        )
     if not paths:
         kinds = " or ".join(SUFFIXES)
         raise CorpusError(f"corpus folder {str(folder)!r} contains no {kinds} file")
     documents: list[Document] = []
     errors: list[DocumentError] = []
+    redacted: list[DocumentError] = []
     for path in paths:
         try:
-            documents.append(load_file(path, root=folder, max_bytes=max_bytes))
+            document, notice = _load(path, folder, max_bytes, secrets)
         except DocumentError as error:
             errors.append(error)
+            continue
+        documents.append(document)
+        if notice:
+            redacted.append(DocumentError(document.id, notice))
     misplaced = _tenant_folder_errors(documents)
     documents = [doc for doc in documents if doc.id not in misplaced]
     known = {_document_id(path, folder) for path in paths}
@@ -145,7 +175,9 @@ def load_folder(root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Load
     misplaced.update({doc_id: DocumentError(doc_id, why) for doc_id, why in versions.items()})
     documents = [doc for doc in documents if doc.id not in misplaced]
     errors = sorted([*errors, *misplaced.values()], key=lambda error: error.path)
-    return LoadResult(tuple(documents), tuple(errors))
+    kept = {doc.id for doc in documents}
+    notices = tuple(notice for notice in redacted if notice.path in kept)
+    return LoadResult(tuple(documents), tuple(errors), notices)
 
 
 def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]:
@@ -175,8 +207,11 @@ def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]
     return errors
 
 
-def _candidate_files(folder: Path) -> list[Path]:
-    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id."""
+def _candidate_files(folder: Path, max_files: int) -> list[Path]:
+    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id.
+
+    The walk stops after `max_files + 1` files: a wrong folder (say /) is not walked whole.
+    """
     found: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(folder):  # followlinks=False: see load_folder
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -185,6 +220,8 @@ def _candidate_files(folder: Path) -> list[Path]:
                 continue
             path = Path(dirpath, name)
             found[path.relative_to(folder).as_posix()] = path
+            if len(found) > max_files:
+                return list(found.values())
     return [found[doc_id] for doc_id in sorted(found)]
 
 
@@ -192,9 +229,16 @@ def _candidate_files(folder: Path) -> list[Path]:
 
 
 def load_file(
-    path: str | Path, *, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | Path,
+    *,
+    root: str | Path,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    secrets: str = "refuse",
 ) -> Document:
     """Load and validate one file of the corpus folder `root`; raise `DocumentError` if bad.
+
+    A file holding a credential is refused, or with `secrets="redact"` loaded with each
+    secret replaced by [REDACTED] (`raglab.secrets`).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -203,13 +247,22 @@ def load_file(
     >>> doc.id, doc.title, doc.tenant, doc.text
     ('leave.md', 'Leave', 'acme', '# Leave\\nTen days.\\n')
     """
+    return _load(Path(path), Path(root), max_bytes, secrets)[0]
+
+
+def _load(path: Path, root: Path, max_bytes: int, secrets: str) -> tuple[Document, str]:
+    """The document and, when secrets were cut out of it, a notice saying where."""
     max_bytes = check_int("max_bytes", max_bytes, minimum=1)
-    doc_id = _document_id(Path(path), Path(root))
-    data = _read_inside_corpus(Path(path), Path(root), doc_id, max_bytes)
+    if secrets not in SECRET_POLICIES:
+        choices = ", ".join(SECRET_POLICIES)
+        raise ValueError(f"unknown secrets policy {secrets!r}; choose from: {choices}")
+    doc_id = _document_id(path, root)
+    data = _read_inside_corpus(path, root, doc_id, max_bytes)
     text = _decode(data, doc_id)
     fields, body = parse_front_matter(text, doc_id)
-    title = fields.get("title") or _default_title(body, Path(path))
-    return Document(
+    body, notice = _without_secrets(text, body, doc_id, secrets)
+    title = fields.get("title") or _default_title(body, path)
+    document = Document(
         id=doc_id,
         text=body,
         title=title,
@@ -217,6 +270,30 @@ def load_file(
         groups=fields.get("groups", ()),
         version=fields.get("version", "1"),
         supersedes=fields.get("supersedes", ()),
+    )
+    return document, notice
+
+
+def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[str, str]:
+    """The body with no secret in it and a notice of what was cut; or `DocumentError`.
+
+    Refused when the policy is "refuse", and also when redacting cannot remove them all
+    (a secret in the front matter, or one written with look-alike characters).
+    """
+    found = find_secrets(text)
+    if not found:
+        return body, ""
+    first = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    where = f"line {first.line} holds what looks like a credential ({first.kind}){more}"
+    if policy == "redact":
+        clean = redact(body)
+        if not find_secrets(text[: len(text) - len(body)] + clean):
+            return clean, f"redacted: {where}; each replaced by {REDACTED}"
+    raise DocumentError(
+        doc_id,
+        f"refused: {where}; credentials do not belong in a corpus (anyone who may read "
+        "the document could retrieve them): remove them, or load with --secrets redact",
     )
 
 

@@ -23,7 +23,8 @@ from raglab.embedders import embedder as make_embedder
 from raglab.extractive import ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
 from raglab.indexing import check_embedder, sync
-from raglab.loaders import DocumentError, load_folder
+from raglab.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
+from raglab.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
 from raglab.prompting import build_prompt
 from raglab.query_expansion import QueryExpansion
 from raglab.records import Answer, Hit, Principal
@@ -36,6 +37,18 @@ DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
 DEFAULT_K = 5
 BACKENDS = ("sqlite", "qdrant")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one indexing run may read: `raglab.loaders` and `raglab.limits` explain each."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_files: int = DEFAULT_MAX_FILES
+    max_chunks: int = DEFAULT_MAX_CHUNKS
+    secrets: str = "refuse"
+
+
 """Where an index on disk lives: one SQLite file, or Qdrant (a local folder or a server)."""
 
 
@@ -68,6 +81,7 @@ class Index:
         path: str | Path | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
+        limits: Limits | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
@@ -75,19 +89,26 @@ class Index:
         new or changed documents are chunked and embedded again. `backend` "sqlite": `path`
         is a file; "qdrant": a folder (Qdrant's local mode), or with `qdrant_url` the
         index's name on that server. Files that fail to load are reported in
-        `load_errors` and the rest are indexed.
+        `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
+        (`Limits`: file size and count, chunks per document, what to do with secrets);
+        files cut for a secret are reported in `load_errors` too, but indexed.
         """
-        loaded = load_folder(folder)
+        limits = limits or Limits()
+        loaded = load_folder(
+            folder, max_bytes=limits.max_bytes, max_files=limits.max_files, secrets=limits.secrets
+        )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         chunker = chunker or Chunker()
+        documents, too_long = within_chunk_limit(loaded.documents, chunker, limits.max_chunks)
+        errors = tuple(sorted([*loaded.errors, *too_long, *loaded.redacted], key=lambda e: e.path))
         if path is None:
             store: VectorStore = MemoryStore()
-            report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
+            report = sync(store, documents, chunker=chunker, embedder=embedder)
         else:  # one writer at a time; a first build shows up whole or not at all
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
-                report = sync(store, loaded.documents, chunker=chunker, embedder=embedder)
-        return cls(store, report.embedder, report, loaded.errors)
+                report = sync(store, documents, chunker=chunker, embedder=embedder)
+        return cls(store, report.embedder, report, errors)
 
     @classmethod
     def open(

@@ -29,7 +29,7 @@ from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 from raglab.validation import check_int
-from raglab.versions import current_chunks, current_search
+from raglab.versions import current_search, hidden_chunk_ids
 
 if TYPE_CHECKING:  # these modules import this one: only their types are needed here
     from raglab.diversity import Diversity
@@ -185,17 +185,20 @@ class Retriever:
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
-        chunks = current_chunks(self.store, principal)
+        chunks = self.store.chunks(principal)
         if not chunks:
             return []
         key = (principal.tenant, tuple(sorted(principal.groups)))
         bm25 = self.bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
-        rows, scores = bm25.search(question, k)
+        hidden = hidden_chunk_ids(self.store, chunks)  # superseded: searched past, then dropped
+        rows, scores = bm25.search(question, min(k + len(hidden), len(chunks)))
         threshold = 0.0 if min_score is None else min_score
         # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
         return [
-            Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
-        ]
+            Hit(chunks[r], float(s))
+            for r, s in zip(rows, scores, strict=True)
+            if s > threshold and chunks[r].id not in hidden
+        ][:k]
 
     def diverse(
         self, question: str, principal: Principal, k: int, diversity: Diversity

@@ -150,14 +150,20 @@ def _on_cycles(documents: Sequence[Document]) -> list[str]:
 # ---------------------------------------------------------------------------- at retrieval
 
 
+def hidden_chunk_ids(store: VectorStore, readable: Sequence[Chunk]) -> frozenset[str]:
+    """Ids of the `readable` chunks (a principal's) whose documents are hidden from that principal."""
+    superseded = store.meta.get("superseded")
+    if not superseded:
+        return frozenset()
+    hidden = hidden_documents(superseded, readable={chunk.doc_id for chunk in readable})
+    return frozenset(chunk.id for chunk in readable if chunk.doc_id in hidden)
+
+
 def current_chunks(store: VectorStore, principal: Principal) -> list[Chunk]:
     """The chunks `principal` may read, without those of documents hidden from them."""
     chunks = store.chunks(principal)
-    superseded = store.meta.get("superseded")
-    if not superseded:
-        return chunks
-    hidden = hidden_documents(superseded, readable={chunk.doc_id for chunk in chunks})
-    return [chunk for chunk in chunks if chunk.doc_id not in hidden] if hidden else chunks
+    hidden = hidden_chunk_ids(store, chunks)
+    return [chunk for chunk in chunks if chunk.id not in hidden] if hidden else chunks
 
 
 def current_search(
@@ -170,14 +176,11 @@ def current_search(
 ) -> list[Hit]:
     """`store.search`, without the chunks of documents hidden from `principal`.
 
-    Exact: the search asks for k more hits than there are hidden chunks, so after they
+    Exact: the search asks for as many more hits as there are hidden chunks, so after they
     are dropped k remain whenever the store has k current chunks for this principal.
     """
-    superseded = store.meta.get("superseded")
-    if not superseded:
+    if not store.meta.get("superseded"):  # the common case: no chunk list needed
         return store.search(query, principal, k, min_score=min_score)
-    readable = store.chunks(principal)
-    hidden = hidden_documents(superseded, readable={chunk.doc_id for chunk in readable})
-    extra = sum(chunk.doc_id in hidden for chunk in readable)
-    hits = store.search(query, principal, k + extra, min_score=min_score)
-    return [hit for hit in hits if hit.chunk.doc_id not in hidden][:k]
+    hidden = hidden_chunk_ids(store, store.chunks(principal))
+    hits = store.search(query, principal, k + len(hidden), min_score=min_score)
+    return [hit for hit in hits if hit.chunk.id not in hidden][:k]
