@@ -22,6 +22,8 @@ from raglab.bm25 import BM25, tokenize
 from raglab.calibration import collect_examples, split_questions
 from raglab.chunking import Chunker, chunk
 from raglab.citations import CitationReport, parse_citations, verify_citations
+from raglab.credentials import find_secrets, redact
+from raglab.diversity import Diversity, dedup, mmr
 from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
 from raglab.embedding_cache import CachedEmbedder, cached
 from raglab.evaluation import (
@@ -38,10 +40,12 @@ from raglab.evidence import Evidence
 from raglab.extractive import Decision, ExtractiveGenerator
 from raglab.generation import Generator, is_abstention
 from raglab.indexing import sync
+from raglab.limits import within_chunk_limit
 from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
 from raglab.openai_http import GenerationError, OpenAIChatGenerator
-from raglab.pipeline import Index, ask
+from raglab.pipeline import Index, Limits, ask
 from raglab.prompting import ABSTENTION, Prompt, build_prompt
+from raglab.query_expansion import LLMRewriter, QueryExpansion, feedback_terms
 from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
 from raglab.retrieval import METHODS, Retriever, reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
@@ -54,6 +58,7 @@ from raglab.stores import (
     VectorStore,
 )
 from raglab.vectors import cosine, normalise, top_k
+from raglab.versions import hidden_documents, supersession
 
 __version__ = "0.1.0"
 
@@ -73,6 +78,7 @@ __all__ = [
     "CurvePoint",
     "Decision",
     "DimensionMismatch",
+    "Diversity",
     "Document",
     "DocumentError",
     "Embedder",
@@ -86,11 +92,14 @@ __all__ = [
     "HashingEmbedder",
     "Hit",
     "Index",
+    "LLMRewriter",
     "LSAEmbedder",
+    "Limits",
     "MemoryStore",
     "OpenAIChatGenerator",
     "Principal",
     "Prompt",
+    "QueryExpansion",
     "Question",
     "Retriever",
     "SQLiteStore",
@@ -104,16 +113,21 @@ __all__ = [
     "chunk",
     "collect_examples",
     "cosine",
+    "dedup",
     "eligible_rows",
     "embedder",
     "evaluate",
+    "feedback_terms",
+    "find_secrets",
     "fit_rule",
+    "hidden_documents",
     "hit_rate_at_k",
     "is_abstention",
     "load_file",
     "load_folder",
     "load_questions",
     "load_rule",
+    "mmr",
     "mrr",
     "ndcg_at_k",
     "normalise",
@@ -121,11 +135,14 @@ __all__ = [
     "precision_abstention_curve",
     "recall_at_k",
     "reciprocal_rank_fusion",
+    "redact",
     "sample_corpus",
     "sample_questions",
     "split_questions",
+    "supersession",
     "sync",
     "tokenize",
     "top_k",
     "verify_citations",
+    "within_chunk_limit",
 ]

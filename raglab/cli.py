@@ -374,6 +374,7 @@ def open_index(args: argparse.Namespace):
     embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
     index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
     warn_load_errors(index.load_errors)
+    warn_loaded(index.warnings)
     return index
 
 
@@ -428,9 +429,13 @@ def recorded_chunker(args: argparse.Namespace) -> dict | None:
 
 
 def warn_load_errors(errors) -> None:
-    for error in errors:  # a redacted file was loaded; any other was skipped
-        done = "" if error.reason.startswith("redacted") else "skipped "
-        print(f"raglab: {done}{error}", file=sys.stderr)
+    for error in errors:
+        print(f"raglab: skipped {error}", file=sys.stderr)
+
+
+def warn_loaded(warnings) -> None:
+    for warning in warnings:  # loaded, but changed (a secret cut out) or doubtful
+        print(f"raglab: warning: {warning}", file=sys.stderr)
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -526,6 +531,7 @@ def run_index(args: argparse.Namespace) -> int:
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
+    warn_loaded(index.warnings)
     report = index.report
     summary = {
         "index": str(args.index),
@@ -536,6 +542,7 @@ def run_index(args: argparse.Namespace) -> int:
         "removed": list(report.removed),
         "unchanged": len(report.unchanged),
         "skipped": [str(error) for error in index.load_errors],
+        "warnings": [str(warning) for warning in index.warnings],
         "rebuilt": report.rebuilt,
     }
     if args.json:

@@ -48,7 +48,8 @@ look-alike cannot slip past. Refused:
   block inside a code example: reword the example (it cannot be told apart safely).
 
 `load_folder` applies three more rules, which need the whole corpus. `supersedes` must
-name documents of the corpus, of the same tenant, without a cycle (`raglab.versions`). The sample corpus
+name other documents of the same tenant, without a cycle (`raglab.versions`); naming no
+file of the corpus is only a warning (`LoadResult.warnings`). The sample corpus
 keeps each tenant's documents in a top-level folder named after it (`acme/...`), so a
 top-level folder whose name is exactly a tenant some loaded document declares is that
 tenant's folder, and every file in it must carry that tenant:
@@ -62,9 +63,9 @@ tenant's folder, and every file in it must carry that tenant:
 A refused file is reported in `LoadResult.errors` (the CLI prints "skipped <file>:
 <reason>") and indexed nowhere.
 
-Credentials: a file holding what looks like a key, password or token (`raglab.secrets`)
+Credentials: a file holding what looks like a key, password or token (`raglab.credentials`)
 is refused, or with `secrets="redact"` loaded with each secret replaced by [REDACTED]
-and reported in `LoadResult.redacted`. Messages name the line and the kind, never the
+and reported in `LoadResult.warnings`. Messages name the line and the kind, never the
 secret itself.
 """
 
@@ -77,11 +78,11 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from raglab.credentials import REDACTED, find_secrets, redact
 from raglab.records import DEFAULT_TENANT, Document
-from raglab.secrets import REDACTED, find_secrets, redact
 from raglab.text import markdown_lines
 from raglab.validation import check_int
-from raglab.versions import supersedes_problems
+from raglab.versions import supersedes_problems, unknown_targets
 
 DEFAULT_MAX_BYTES = 1_000_000
 """Largest file loaded (1 MB, about 150 pages of text): anything bigger in a folder of
@@ -92,7 +93,7 @@ DEFAULT_MAX_FILES = 10_000
 """Most files a corpus folder may hold: more is far more likely a wrong folder (a home
 directory, a checkout with its dependencies) than a knowledge base; raise it if not."""
 SECRET_POLICIES = ("refuse", "redact")
-"""What the loader does with a file holding a credential (`raglab.secrets`)."""
+"""What the loader does with a file holding a credential (`raglab.credentials`)."""
 FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
 ACCESS_KEYS = ("groups", "tenant")
@@ -121,7 +122,7 @@ class LoadResult:
 
     documents: tuple[Document, ...]
     errors: tuple[DocumentError, ...]
-    redacted: tuple[DocumentError, ...] = ()  # loaded, with secrets cut out: what and where
+    warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful: what and why
 
 
 # ---------------------------------------------------------------------------- folder
@@ -170,14 +171,16 @@ def load_folder(
             redacted.append(DocumentError(document.id, notice))
     misplaced = _tenant_folder_errors(documents)
     documents = [doc for doc in documents if doc.id not in misplaced]
-    known = {_document_id(path, folder) for path in paths}
-    versions = supersedes_problems(documents, known)
+    versions = supersedes_problems(documents)
     misplaced.update({doc_id: DocumentError(doc_id, why) for doc_id, why in versions.items()})
     documents = [doc for doc in documents if doc.id not in misplaced]
     errors = sorted([*errors, *misplaced.values()], key=lambda error: error.path)
+    known = {_document_id(path, folder) for path in paths}
+    unknown = unknown_targets(documents, known)
+    redacted += [DocumentError(doc_id, why) for doc_id, why in unknown.items()]
     kept = {doc.id for doc in documents}
-    notices = tuple(notice for notice in redacted if notice.path in kept)
-    return LoadResult(tuple(documents), tuple(errors), notices)
+    notices = sorted((n for n in redacted if n.path in kept), key=lambda notice: notice.path)
+    return LoadResult(tuple(documents), tuple(errors), tuple(notices))
 
 
 def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]:
@@ -238,7 +241,7 @@ def load_file(
     """Load and validate one file of the corpus folder `root`; raise `DocumentError` if bad.
 
     A file holding a credential is refused, or with `secrets="redact"` loaded with each
-    secret replaced by [REDACTED] (`raglab.secrets`).
+    secret replaced by [REDACTED] (`raglab.credentials`).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())

@@ -65,6 +65,7 @@ class Index:
     embedder: Embedder
     report: SyncReport | None = None
     load_errors: tuple[DocumentError, ...] = ()
+    warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful (`LoadResult`)
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -91,7 +92,7 @@ class Index:
         index's name on that server. Files that fail to load are reported in
         `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
         (`Limits`: file size and count, chunks per document, what to do with secrets);
-        files cut for a secret are reported in `load_errors` too, but indexed.
+        files loaded with a secret cut out, or with a doubtful `supersedes`, in `warnings`.
         """
         limits = limits or Limits()
         loaded = load_folder(
@@ -100,7 +101,7 @@ class Index:
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         chunker = chunker or Chunker()
         documents, too_long = within_chunk_limit(loaded.documents, chunker, limits.max_chunks)
-        errors = tuple(sorted([*loaded.errors, *too_long, *loaded.redacted], key=lambda e: e.path))
+        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         if path is None:
             store: VectorStore = MemoryStore()
             report = sync(store, documents, chunker=chunker, embedder=embedder)
@@ -108,7 +109,7 @@ class Index:
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
                 report = sync(store, documents, chunker=chunker, embedder=embedder)
-        return cls(store, report.embedder, report, errors)
+        return cls(store, report.embedder, report, errors, loaded.warnings)
 
     @classmethod
     def open(

@@ -12,9 +12,10 @@ The old file stays in the corpus (claims for old costs are still judged by it), 
 longer answers: the 2023 limits cannot answer a question about 2025. Two rules keep this
 safe, one at load and one at retrieval:
 
-- at load (`supersedes_problems`): each id names a file of the corpus, not the document
-  itself, of the same tenant, and no chain of supersedes comes back to where it started.
-  A document breaking a rule is refused (the loader names it and the reason);
+- at load (`supersedes_problems`): an id names not the document itself, a document of the
+  same tenant, and no chain of supersedes comes back to where it started. A document
+  breaking a rule is refused (the loader names it and the reason). An id naming no file
+  (the old version deleted, or a typo) hides nothing: the loader warns (`unknown_targets`);
 - at retrieval (`hidden_documents`): a document is hidden from a principal only when a
   document superseding it (directly or through a chain) is one *that principal may read*.
   Access stays first: a document the asker may not read can neither answer nor hide
@@ -86,20 +87,13 @@ def hidden_documents(
     )
 
 
-def supersedes_problems(
-    documents: Sequence[Document], known_ids: Collection[str]
-) -> dict[str, str]:
-    """A reason for each document whose `supersedes` breaks a rule (module docstring).
-
-    `known_ids` holds every document id of the corpus folder, loaded or refused: naming a
-    file that exists but failed to load is not this document's fault (that file answers
-    nothing anyway), while naming no file at all is most likely a typo.
-    """
+def supersedes_problems(documents: Sequence[Document]) -> dict[str, str]:
+    """A reason for each document whose `supersedes` breaks a rule (module docstring)."""
     by_id = {doc.id: doc for doc in documents}
     problems: dict[str, str] = {}
     for doc in documents:
         for old in doc.supersedes:
-            reason = _problem(doc, old, by_id, known_ids)
+            reason = _problem(doc, old, by_id)
             if reason:
                 problems[doc.id] = reason
                 break
@@ -112,14 +106,28 @@ def supersedes_problems(
     return problems
 
 
-def _problem(doc: Document, old: str, by_id: Mapping[str, Document], known: Collection[str]) -> str:
+def unknown_targets(documents: Sequence[Document], known_ids: Collection[str]) -> dict[str, str]:
+    """A warning for each document whose `supersedes` names a file not in the corpus.
+
+    `known_ids` holds every document id of the corpus folder, loaded or refused. The
+    document still loads: the old version was perhaps deleted, and a missing file
+    answers nothing. But a typo would leave the real old version answering, so say so.
+    """
+    warnings = {}
+    for doc in documents:
+        missing = [old for old in doc.supersedes if old not in known_ids]
+        if missing:
+            warnings[doc.id] = (
+                f"supersedes names {', '.join(map(repr, missing))}, which is no document of "
+                "this corpus (ids are paths relative to the corpus folder): it hides nothing; "
+                "if that is a typo, the version it meant still answers"
+            )
+    return warnings
+
+
+def _problem(doc: Document, old: str, by_id: Mapping[str, Document]) -> str:
     if old == doc.id:
         return f"refused: supersedes names the document itself ({old!r})"
-    if old not in known:
-        return (
-            f"refused: supersedes names {old!r}, which is no document of this corpus "
-            "(ids are paths relative to the corpus folder, like acme/policies/leave.md)"
-        )
     target = by_id.get(old)
     if target is not None and target.tenant != doc.tenant:
         return (

@@ -61,6 +61,8 @@ def test_index_from_folder_applies_every_limit_and_indexes_the_rest(tmp_path):
     assert "file too large (5000 bytes > max_bytes=3000)" in reasons["huge.md"]
     redacting = Index.from_folder(tmp_path, limits=Limits(secrets="redact"))
     assert "key.md" in redacting.store.documents()
+    assert [notice.path for notice in redacting.warnings] == ["key.md"]
+    assert "key.md" not in {error.path for error in redacting.load_errors}
     assert all(AWS not in chunk.text for chunk in redacting.store.chunks())
 
 
@@ -88,7 +90,7 @@ def test_cli_limit_flags(tmp_path):
     assert AWS not in result.stderr + result.stdout
     result = raglab("ask", "deploy key", "--docs", str(tmp_path), "--secrets", "redact", "--json")
     assert result.returncode == 0, result.stderr
-    assert "raglab: b.md: redacted: line 1" in result.stderr
+    assert "raglab: warning: b.md: redacted: line 1" in result.stderr
     assert AWS not in result.stdout
     result = raglab("ask", "x", "--docs", str(tmp_path), "--max-files", "2")
     assert result.returncode != 0 and "more than max_files=2" in result.stderr

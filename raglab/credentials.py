@@ -46,7 +46,7 @@ MIN_RANDOM_LENGTH = 24
 """Shortest token judged by entropy: shorter ones are too short to tell apart from words."""
 
 _ASSIGNED = (
-    r"(?i)\b(?:password|passwd|passphrase|pwd|secret|client_secret|api[_-]?key|apikey"
+    r"(?i)(?:\b|(?<=_))(?:password|passwd|passphrase|pwd|secret|client_secret|api[_-]?key|apikey"
     r"|access[_-]?token|auth[_-]?token|secret[_-]?key|access[_-]?key|private[_-]?key)"
     r"\b[\"']?\s*[:=]\s*(?P<secret>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"'`,;]+)"
 )

@@ -1,4 +1,4 @@
-"""Credentials kept out of the corpus (raglab.secrets) and the loader's use of it."""
+"""Credentials kept out of the corpus (raglab.credentials) and the loader's use of it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from raglab.credentials import REDACTED, entropy, find_secrets, redact
 from raglab.loaders import load_file, load_folder
-from raglab.secrets import REDACTED, entropy, find_secrets, redact
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 
@@ -28,6 +28,8 @@ FOUND = [
     ("PASSWORD: 'Tr0ub4dor&3'", "password or key assignment"),
     ('"api_key": "k-12345678"', "password or key assignment"),
     ("client_secret=9f8e7d6c5b4a", "password or key assignment"),
+    ("DB_PASSWORD=hunter2-Secret", "password or key assignment"),  # env style: _ before
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "password or key assignment"),
     (f"see {RANDOM} here", "high-entropy string"),
     ("xoxb-123456789012-abcdefghij", "Slack token"),
     ("AIza" + "B" * 35, "Google API key"),
@@ -114,7 +116,7 @@ def test_redact_mode_loads_the_file_without_the_secret_and_says_so(tmp_path):
     loaded = load_folder(tmp_path, secrets="redact")
     [doc] = loaded.documents
     assert doc.text == f"Key {REDACTED}.\npassword = {REDACTED}\n"
-    [notice] = loaded.redacted
+    [notice] = loaded.warnings
     assert (
         notice.path == "deploy.md" and "line 4" in notice.reason and "(and 1 more)" in notice.reason
     )
