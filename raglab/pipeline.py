@@ -10,6 +10,7 @@ boundary, so a learner can swap any one of them and see what changes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from raglab.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, 
 from raglab.prompting import build_prompt
 from raglab.query_expansion import QueryExpansion
 from raglab.records import Answer, Hit, Principal
+from raglab.rerank import default_reranker
 from raglab.retrieval import FitCache, Retriever
 from raglab.sqlite_store import SQLiteStore
 from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
@@ -145,11 +147,22 @@ class Index:
     def retriever(
         self, method: str = DEFAULT_METHOD, *, min_score: float | None = None
     ) -> Retriever:
-        """The retriever for `method`, built once and reused (it caches what it fits)."""
+        """The retriever for `method`, built once and reused (it caches what it fits).
+
+        Hybrid search reranks with the shipped reranker for the embedder when its held-out
+        figures enabled it (`raglab.rerank.default_reranker`).
+        """
         key = (method, min_score)
         if key not in self._retrievers:
+            reranker = default_reranker(self.embedder.name) if method == "hybrid" else None
             self._retrievers[key] = Retriever(
-                self.store, self.embedder, method, min_score, bm25s=self._bm25s, fits=self._fits
+                self.store,
+                self.embedder,
+                method,
+                min_score,
+                bm25s=self._bm25s,
+                fits=self._fits,
+                reranker=reranker,
             )
         return self._retrievers[key]
 
@@ -235,9 +248,28 @@ def ask(
     hits = index.search(
         question, principal, k=k, method=method, diversity=diversity, expansion=expansion
     )
-    prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
     if generator is None:
         generator = default_answerer(index, principal, method)
+    return answer_from(
+        question, hits, generator, max_chars=max_chars, max_tokens=max_tokens, order=order
+    )
+
+
+def answer_from(
+    question: str,
+    hits: Sequence[Hit],
+    generator: Generator,
+    *,
+    max_chars: int = 6000,
+    max_tokens: int | None = None,
+    order: str = "rank",
+) -> Answer:
+    """The query path after retrieval: prompt, generate, verify the citations (see `ask`).
+
+    Apart from `ask` so that another retrieval (a reranker, notebook 09's steps) can be
+    answered exactly as `ask` answers.
+    """
+    prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
     text = generator.generate(prompt)
     report = verify_citations(text, prompt.sources)
     return Answer(

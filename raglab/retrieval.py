@@ -31,9 +31,11 @@ from raglab.stores import VectorStore
 from raglab.validation import check_int
 from raglab.versions import current_keyword_search, current_search, hidden_chunk_ids
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # these modules import this one: only their types are needed here
     from raglab.diversity import Diversity
+    from raglab.fusion import Fusion
     from raglab.query_expansion import QueryExpansion
+    from raglab.rerank import Reranker
 
 METHODS = ("dense", "bm25", "hybrid")
 """The ways a `Retriever` ranks chunks."""
@@ -108,6 +110,8 @@ class Retriever:
     tenant's questions are embedded by its fit on that tenant's chunks (`embedder_for`).
     `min_score` drops hits scoring below it (cosine for dense, BM25 score for bm25; for
     hybrid it applies to the dense candidates, since RRF scores are ranks, not evidence).
+    `fusion` weighs the two rankings of hybrid search (`raglab.fusion`; None: plain RRF);
+    `reranker` reorders hybrid search's top `raglab.rerank.DEPTH` and keeps k (None: off).
     `diversity` (`raglab.diversity`): near duplicates dropped and k kept by MMR.
     `expansion` (`raglab.query_expansion`): the question rewritten, the rankings fused.
     A document superseded by one the principal may read is never returned
@@ -122,6 +126,8 @@ class Retriever:
     # caches to all its retrievers, so dense, bm25 and hybrid fit each model once.
     bm25s: FitCache[BM25] = field(default_factory=FitCache, kw_only=True, repr=False)
     fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
+    fusion: Fusion | None = field(default=None, kw_only=True)
+    reranker: Reranker | None = field(default=None, kw_only=True)
     diversity: Diversity | None = field(default=None, kw_only=True)
     expansion: QueryExpansion | None = field(default=None, kw_only=True)
 
@@ -129,6 +135,10 @@ class Retriever:
         if self.method not in METHODS:
             choices = ", ".join(METHODS)
             raise ValueError(f"unknown retrieval method {self.method!r}; choose from: {choices}")
+        if self.reranker is not None and self.method != "hybrid":
+            raise ValueError(
+                f"a reranker reads both rankings: method must be 'hybrid' (got {self.method!r})"
+            )
 
     def search(self, question: str, principal: Principal, k: int = 5) -> list[Hit]:
         """The top-k hits for `question` among the chunks `principal` may read."""
@@ -141,10 +151,27 @@ class Retriever:
             return self.dense(question, principal, k, min_score=self.min_score)
         if self.method == "bm25":
             return self.keyword(question, principal, k, min_score=self.min_score)
+        if self.reranker is not None:
+            return self.reranked(question, principal, k, self.reranker)
         depth = k * CANDIDATES_PER_RANKER
         dense = self.dense(question, principal, depth, min_score=self.min_score)
         keyword = self.keyword(question, principal, depth)
-        return reciprocal_rank_fusion([dense, keyword], k)
+        if self.fusion is None:
+            return reciprocal_rank_fusion([dense, keyword], k)
+        return self.fusion.fuse(dense, keyword, k)
+
+    def reranked(
+        self, question: str, principal: Principal, k: int, reranker: Reranker
+    ) -> list[Hit]:
+        """Hybrid search's top `rerank.DEPTH` (at least k), reordered by the reranker."""
+        from raglab.fusion import Fusion, Rankings  # they import this module
+        from raglab.rerank import DEPTH, candidates
+
+        depth = max(DEPTH, k)
+        dense = self.dense(question, principal, depth * CANDIDATES_PER_RANKER)
+        keyword = self.keyword(question, principal, depth * CANDIDATES_PER_RANKER)
+        found = candidates(Rankings(tuple(dense), tuple(keyword)), self.fusion or Fusion(), depth)
+        return reranker.rerank(question, found, k)
 
     def dense(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None

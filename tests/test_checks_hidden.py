@@ -71,3 +71,45 @@ def reference_copy(text, size=800, overlap=100):
             break
         start += size - overlap
     return out
+
+
+def _bootstrap_through_the_engine(values, resamples=2000, seed=0):
+    import numpy as np
+
+    from raglab.bootstrap import resample_means
+
+    return tuple(np.percentile(resample_means(values, resamples=resamples, seed=seed), [2.5, 97.5]))
+
+
+def _bootstrap_wrapper(values, resamples=2000, seed=0):
+    from raglab.bootstrap import bootstrap_ci
+
+    ci = bootstrap_ci(values, resamples=resamples, seed=seed)
+    return (ci.low, ci.high)
+
+
+def _fusion_wrapper(rankings, weights, k, rrf_k=60):
+    from raglab.workbook.checks.improve import reference_weighted_rrf
+
+    return reference_weighted_rrf(rankings, weights, k, rrf_k)
+
+
+def _span_wrapper(terms, tokens):
+    from raglab.rerank import shortest_span
+
+    return shortest_span(terms, tokens)
+
+
+@pytest.mark.parametrize(
+    ("check", "fn"),
+    [
+        (checks.check_bootstrap_interval, _bootstrap_through_the_engine),
+        (checks.check_bootstrap_interval, _bootstrap_wrapper),
+        (checks.check_weighted_rrf, _fusion_wrapper),
+        (checks.check_shortest_span, _span_wrapper),
+    ],
+    ids=["resample_means", "bootstrap_ci", "weighted_rrf", "shortest_span"],
+)
+def test_notebook_09s_references_are_unreachable_while_a_check_runs(check, fn, capsys):
+    assert not check(fn).passed
+    assert "is not available while checking" in capsys.readouterr().out

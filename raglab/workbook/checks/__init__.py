@@ -9,6 +9,7 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 
 from collections.abc import Callable
 
+from raglab.bootstrap import resample_means as _resample_means
 from raglab.chunking import chunk as _chunk
 from raglab.citations import parse_citations as _parse_citations
 from raglab.vectors import cosine as _cosine
@@ -20,6 +21,7 @@ from raglab.workbook.checks import (
     design,
     embeddings,
     generation,
+    improve,
     retrieval,
     scale,
     testing,
@@ -37,6 +39,7 @@ from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidde
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
+from raglab.workbook.checks.improve import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.scale import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
@@ -51,6 +54,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **retrieval.CHECKS,  # 06
     **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
+    **improve.CHECKS,  # 09
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
 }
@@ -77,6 +81,12 @@ REFERENCES: tuple[Callable, ...] = (
     generation.reference_decide,
     generation.AbstentionRule,
     generation.reference_markers,
+    improve.bootstrap_ci,  # 09
+    improve.reference_bootstrap_interval,
+    _resample_means,
+    improve.weighted_rrf,
+    improve.reference_weighted_rrf,
+    improve.shortest_span,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
 )
@@ -102,6 +112,7 @@ __all__ = [
     *design.__all__,
     *embeddings.__all__,
     *generation.__all__,
+    *improve.__all__,
     *retrieval.__all__,
     *scale.__all__,
     *testing.__all__,
