@@ -25,10 +25,10 @@ from raglab.calibration import split_questions
 from raglab.embedders import embedder as make_embedder
 from raglab.embedding_cache import cached
 from raglab.evaluation import load_questions
-from raglab.extractive import ExtractiveGenerator
 from raglab.fusion import Fusion, collect_rankings, fused_search
 from raglab.improvement import Measurement, measure
-from raglab.pipeline import Index, answer_from
+from raglab.pipeline import Index, answer_from, default_answerer
+from raglab.records import Principal
 from raglab.rerank import WEIGHTS_FILE, fit_reranker, reranked_search, training_rows
 from raglab.samples import sample_corpus, sample_questions
 
@@ -56,9 +56,9 @@ def fit_profile(profile: str, questions: list) -> dict:
     reranker = fit_reranker(x, labels, profile=profile)
     entry = reranker.as_dict() | {"fitted_on": len(fit_half), "candidates": len(labels)}
 
-    def answer(q, hits):  # as raglab.ask answers: the offline answerer with the tenant's embedder
-        generator = ExtractiveGenerator(embedder=retriever.embedder_for(q.tenant))
-        return answer_from(q.question, hits, generator)
+    def answer(q, hits):  # as raglab.ask answers, for the question's own user
+        asker = Principal(f"eval:{q.id}", q.tenant, frozenset(q.groups))
+        return answer_from(q.question, hits, default_answerer(index, asker, "hybrid"))
 
     for name, half in (("fitting_half", fit_half), ("held_out", held_out)):
         before = measure("hybrid", half, search=fused_search(rankings, fusion), answer=answer)
