@@ -32,6 +32,7 @@ from raglab.workbook.checks.core import (
     run_cases,
     show,
 )
+from raglab.workbook.checks.retrieval import fused_judge
 
 __all__ = [
     "check_bootstrap_interval",
@@ -138,25 +139,6 @@ def reference_weighted_rrf(
     return [(hit.chunk.doc_id, hit.score) for hit in fused]
 
 
-def _judge_fusion(case: Case, outcome: Outcome) -> str | None:
-    try:
-        got = [(str(item[0]), float(item[1])) for item in outcome.value]
-    except (TypeError, ValueError, IndexError):
-        return "expected a list of (id, score) pairs"
-    want = case.expected
-    if [i for i, _ in got] != [i for i, _ in want]:
-        if sorted(i for i, _ in got) == sorted(i for i, _ in want):
-            return "the right ids in the wrong order: higher fused score first, ties by id"
-        return f"expected the ids {[i for i, _ in want]}, got {[i for i, _ in got]}"
-    for (i, score), (_, right) in zip(got, want):
-        if abs(score - right) > TOLERANCE:
-            return (
-                f"{i!r} should score {right:.6f} (Σ weight / (rrf_k + rank), ranks from 1), "
-                f"got {score:.6f}"
-            )
-    return None
-
-
 def _fusion_case(
     name: str, rankings: list[list[str]], weights: list[float], k: int, **kwargs: int
 ) -> Case:
@@ -197,7 +179,9 @@ def check_weighted_rrf(fn: Callable[..., Any]) -> CheckResult:
     summary = (
         f"all {len(FUSION_CASES)} cases and {len(cases) - len(FUSION_CASES)} random fusions pass"
     )
-    return run_cases("weighted_rrf", "weighted_rrf", fn, cases, _judge_fusion, summary)
+    return run_cases(
+        "weighted_rrf", "weighted_rrf", fn, cases, fused_judge("Σ weight / (rrf_k + rank)"), summary
+    )
 
 
 # --- exercise 3: the proximity feature's span ------------------------------------------------

@@ -252,23 +252,25 @@ def reference_rrf(
     return [(hit.chunk.doc_id, hit.score) for hit in fused]
 
 
-def _judge_rrf(case: Case, outcome: Outcome) -> str | None:
-    try:
-        got = [(str(item[0]), float(item[1])) for item in outcome.value]
-    except (TypeError, ValueError, IndexError):
-        return "expected a list of (id, score) pairs"
-    want = case.expected
-    if [i for i, _ in got] != [i for i, _ in want]:
-        if sorted(i for i, _ in got) == sorted(i for i, _ in want):
-            return "the right ids in the wrong order: higher fused score first, ties by id"
-        return f"expected the ids {[i for i, _ in want]}, got {[i for i, _ in got]}"
-    for (i, score), (_, right) in zip(got, want):
-        if abs(score - right) > 1e-9:
-            return (
-                f"{i!r} should score {right:.6f} (Σ 1 / (rrf_k + rank), ranks from 1), "
-                f"got {score:.6f}"
-            )
-    return None
+def fused_judge(formula: str) -> Callable[[Case, Outcome], str | None]:
+    """A judge of fused rankings, [(id, score), ...] best first; `formula` names the score."""
+
+    def judge(case: Case, outcome: Outcome) -> str | None:
+        try:
+            got = [(str(item[0]), float(item[1])) for item in outcome.value]
+        except (TypeError, ValueError, IndexError):
+            return "expected a list of (id, score) pairs"
+        want = case.expected
+        if [i for i, _ in got] != [i for i, _ in want]:
+            if sorted(i for i, _ in got) == sorted(i for i, _ in want):
+                return "the right ids in the wrong order: higher fused score first, ties by id"
+            return f"expected the ids {[i for i, _ in want]}, got {[i for i, _ in got]}"
+        for (i, score), (_, right) in zip(got, want):
+            if abs(score - right) > 1e-9:
+                return f"{i!r} should score {right:.6f} ({formula}, ranks from 1), got {score:.6f}"
+        return None
+
+    return judge
 
 
 def _rrf_case(name: str, rankings: list[list[str]], k: int, **kwargs: int) -> Case:
@@ -302,7 +304,9 @@ def check_rrf(fn: Callable[..., Any]) -> CheckResult:
     """Check a learner's `rrf(rankings, k, rrf_k=60) -> [(id, score), ...]`."""
     random_cases = random_rrf_cases()
     summary = f"all {len(RRF_CASES)} cases and {len(random_cases)} random fusions pass"
-    return run_cases("rrf", "rrf", fn, RRF_CASES + random_cases, _judge_rrf, summary)
+    return run_cases(
+        "rrf", "rrf", fn, RRF_CASES + random_cases, fused_judge("Σ 1 / (rrf_k + rank)"), summary
+    )
 
 
 # --- exercise 4: the access filter before scoring ----------------------------------------------
