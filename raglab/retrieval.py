@@ -29,7 +29,7 @@ from raglab.indexing import is_fittable, tenant_embedder
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import VectorStore
 from raglab.validation import check_int
-from raglab.versions import current_keyword_search, current_search, hidden_chunk_ids
+from raglab.versions import current_keyword_search, current_search, without_hidden
 
 if TYPE_CHECKING:  # these modules import this one: only their types are needed here
     from raglab.diversity import Diversity
@@ -195,15 +195,16 @@ class Retriever:
             return []
         key = (principal.tenant, tuple(sorted(principal.groups)))
         bm25 = self.bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
-        hidden = hidden_chunk_ids(self.store, chunks)  # superseded: searched past, then dropped
-        rows, scores = bm25.search(question, min(k + len(hidden), len(chunks)))
         threshold = 0.0 if min_score is None else min_score
-        # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
-        return [
-            Hit(chunks[r], float(s))
-            for r, s in zip(rows, scores, strict=True)
-            if s > threshold and chunks[r].id not in hidden
-        ][:k]
+
+        def ranked(depth: int) -> list[Hit]:
+            rows, scores = bm25.search(question, min(depth, len(chunks)))
+            # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
+            return [
+                Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
+            ]
+
+        return without_hidden(self.store, principal, k, ranked)  # superseded: searched past
 
     def diverse(
         self, question: str, principal: Principal, k: int, diversity: Diversity

@@ -159,20 +159,11 @@ def _on_cycles(documents: Sequence[Document]) -> list[str]:
 # ---------------------------------------------------------------------------- at retrieval
 
 
-def hidden_chunk_ids(store: VectorStore, readable: Sequence[Chunk]) -> frozenset[str]:
-    """Ids of the `readable` chunks (a principal's) whose documents are hidden from that principal."""
-    superseded = store.meta.get("superseded")
-    if not superseded:
-        return frozenset()
-    hidden = hidden_documents(superseded, readable={chunk.doc_id for chunk in readable})
-    return frozenset(chunk.id for chunk in readable if chunk.doc_id in hidden)
-
-
 def current_chunks(store: VectorStore, principal: Principal) -> list[Chunk]:
     """The chunks `principal` may read, without those of documents hidden from them."""
     chunks = store.chunks(principal)
-    hidden = hidden_chunk_ids(store, chunks)
-    return [chunk for chunk in chunks if chunk.id not in hidden] if hidden else chunks
+    hidden = hidden_doc_ids(store, principal)
+    return [chunk for chunk in chunks if chunk.doc_id not in hidden] if hidden else chunks
 
 
 def current_search(
@@ -184,7 +175,7 @@ def current_search(
     min_score: float | None = None,
 ) -> list[Hit]:
     """`store.search`, without the chunks of documents hidden from `principal`."""
-    return _without_hidden(
+    return without_hidden(
         store,
         principal,
         k,
@@ -197,12 +188,12 @@ def current_keyword_search(
 ) -> list[Hit]:
     """`store.keyword_search` (BM25 kept in the index file), without hidden chunks."""
     search = store.keyword_search  # type: ignore[attr-defined]  # SQLite store only
-    return _without_hidden(
+    return without_hidden(
         store, principal, k, lambda depth: search(question, principal, depth, min_score=min_score)
     )
 
 
-def _without_hidden(
+def without_hidden(
     store: VectorStore, principal: Principal, k: int, search: Callable[[int], list[Hit]]
 ) -> list[Hit]:
     """The top k of `search(depth)` after dropping the chunks of documents hidden from `principal`.
