@@ -562,23 +562,19 @@ def run_index(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from raglab.evaluation import evaluate, format_table, load_questions
     from raglab.pipeline import ask
-    from raglab.records import Principal
 
     load_questions(args.questions)  # a malformed file fails before the index is built
     selection = selection_of(args)
     index = open_index(args)
     questions = load_questions(args.questions, doc_ids=index.store.documents())
 
-    def principal(q) -> Principal:
-        return Principal(f"eval:{q.id}", q.tenant, q.groups)
-
     def answer(q):
-        return ask(q.question, index, principal(q), k=args.k, method=args.retriever, **selection)
+        return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)
 
     report = evaluate(
         questions,
         search=lambda q, depth: index.search(
-            q.question, principal(q), k=depth, method=args.retriever, **selection
+            q.question, q.asker, k=depth, method=args.retriever, **selection
         ),
         answer=None if args.retrieval_only else answer,
         k=args.k,

@@ -34,7 +34,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
-from raglab.records import DEFAULT_TENANT, Answer, Hit
+from raglab.records import DEFAULT_TENANT, Answer, Hit, Principal
 from raglab.validation import check_int
 
 # nDCG is always reported at 10, whatever k is: the depth most IR benchmarks (BEIR, MS MARCO)
@@ -189,6 +189,11 @@ class Question:
         # Accept lists (as JSON gives them) but store tuples, so a Question stays immutable.
         for name in ("groups", "relevant_docs", "leak_docs"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @property
+    def asker(self) -> Principal:
+        """The user this question is asked as: its tenant and groups, user id "eval:<id>"."""
+        return Principal(f"eval:{self.id}", self.tenant, frozenset(self.groups))
 
 
 def _is_str_list(value: Any) -> bool:

@@ -150,7 +150,7 @@ def collect_rankings(
     depth = check_int("depth", depth, minimum=1)
     out = {}
     for q in questions:
-        principal = Principal(f"eval:{q.id}", q.tenant, frozenset(q.groups))
+        principal = q.asker
         out[q.id] = Rankings(
             tuple(dense(q.question, principal, depth)), tuple(keyword(q.question, principal, depth))
         )

@@ -28,7 +28,6 @@ from raglab.evaluation import load_questions
 from raglab.fusion import Fusion, collect_rankings, fused_search
 from raglab.improvement import Measurement, measure
 from raglab.pipeline import Index, answer_from, default_answerer
-from raglab.records import Principal
 from raglab.rerank import WEIGHTS_FILE, fit_reranker, reranked_search, training_rows
 from raglab.samples import sample_corpus, sample_questions
 
@@ -57,8 +56,7 @@ def fit_profile(profile: str, questions: list) -> dict:
     entry = reranker.as_dict() | {"fitted_on": len(fit_half), "candidates": len(labels)}
 
     def answer(q, hits):  # as raglab.ask answers, for the question's own user
-        asker = Principal(f"eval:{q.id}", q.tenant, frozenset(q.groups))
-        return answer_from(q.question, hits, default_answerer(index, asker, "hybrid"))
+        return answer_from(q.question, hits, default_answerer(index, q.asker, "hybrid"))
 
     for name, half in (("fitting_half", fit_half), ("held_out", held_out)):
         before = measure("hybrid", half, search=fused_search(rankings, fusion), answer=answer)
