@@ -4,145 +4,86 @@
     >>> raglab.chunk("abcdefghij", size=4, overlap=1)
     ['abcd', 'defg', 'ghij']
 
-Heavy libraries (scikit-learn, matplotlib, ipywidgets) load only inside the functions that
-use them, so `import raglab` stays quick.
+Every public name below is importable from `raglab` (`raglab.chunk`, `from raglab import
+Index`), but `import raglab` loads none of the modules yet: a name's module is imported the
+first time the name is used (PEP 562's module `__getattr__`). The `raglab` command answers
+one question per process, so a process should load only what its command needs, not all
+forty modules; heavy libraries (scikit-learn, matplotlib, ipywidgets) load later still,
+inside the functions that use them.
 """
 
-from raglab.abstention import (
-    AbstentionRule,
-    AnswerFeatures,
-    CurvePoint,
-    Example,
-    fit_rule,
-    load_rule,
-    precision_abstention_curve,
-)
-from raglab.access import can_read, eligible_rows
-from raglab.bm25 import BM25, tokenize
-from raglab.calibration import collect_examples, split_questions
-from raglab.chunking import Chunker, chunk
-from raglab.citations import CitationReport, parse_citations, verify_citations
-from raglab.credentials import find_secrets, redact
-from raglab.diversity import Diversity, dedup, mmr
-from raglab.embedders import Embedder, HashingEmbedder, LSAEmbedder, available_embedders, embedder
-from raglab.embedding_cache import CachedEmbedder, cached
-from raglab.evaluation import (
-    EvalReport,
-    Question,
-    evaluate,
-    hit_rate_at_k,
-    load_questions,
-    mrr,
-    ndcg_at_k,
-    recall_at_k,
-)
-from raglab.evidence import Evidence
-from raglab.extractive import Decision, ExtractiveGenerator
-from raglab.generation import Generator, is_abstention
-from raglab.indexing import sync
-from raglab.limits import within_chunk_limit
-from raglab.loaders import CorpusError, DocumentError, load_file, load_folder
-from raglab.openai_http import GenerationError, OpenAIChatGenerator
-from raglab.pipeline import Index, Limits, ask
-from raglab.prompting import ABSTENTION, Prompt, build_prompt
-from raglab.query_expansion import LLMRewriter, QueryExpansion, feedback_terms
-from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
-from raglab.retrieval import METHODS, Retriever, reciprocal_rank_fusion
-from raglab.samples import sample_corpus, sample_questions
-from raglab.sqlite_store import SQLiteStore
-from raglab.stores import (
-    DimensionMismatch,
-    EmbedderMismatch,
-    MemoryStore,
-    StoreError,
-    VectorStore,
-)
-from raglab.vectors import cosine, normalise, top_k
-from raglab.versions import hidden_documents, supersession
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ABSTENTION",
-    "BM25",
-    "METHODS",
-    "AbstentionRule",
-    "Answer",
-    "AnswerFeatures",
-    "CachedEmbedder",
-    "Chunk",
-    "Chunker",
-    "Citation",
-    "CitationReport",
-    "CorpusError",
-    "CurvePoint",
-    "Decision",
-    "DimensionMismatch",
-    "Diversity",
-    "Document",
-    "DocumentError",
-    "Embedder",
-    "EmbedderMismatch",
-    "EvalReport",
-    "Evidence",
-    "Example",
-    "ExtractiveGenerator",
-    "GenerationError",
-    "Generator",
-    "HashingEmbedder",
-    "Hit",
-    "Index",
-    "LLMRewriter",
-    "LSAEmbedder",
-    "Limits",
-    "MemoryStore",
-    "OpenAIChatGenerator",
-    "Principal",
-    "Prompt",
-    "QueryExpansion",
-    "Question",
-    "Retriever",
-    "SQLiteStore",
-    "StoreError",
-    "VectorStore",
-    "ask",
-    "available_embedders",
-    "build_prompt",
-    "cached",
-    "can_read",
-    "chunk",
-    "collect_examples",
-    "cosine",
-    "dedup",
-    "eligible_rows",
-    "embedder",
-    "evaluate",
-    "feedback_terms",
-    "find_secrets",
-    "fit_rule",
-    "hidden_documents",
-    "hit_rate_at_k",
-    "is_abstention",
-    "load_file",
-    "load_folder",
-    "load_questions",
-    "load_rule",
-    "mmr",
-    "mrr",
-    "ndcg_at_k",
-    "normalise",
-    "parse_citations",
-    "precision_abstention_curve",
-    "recall_at_k",
-    "reciprocal_rank_fusion",
-    "redact",
-    "sample_corpus",
-    "sample_questions",
-    "split_questions",
-    "supersession",
-    "sync",
-    "tokenize",
-    "top_k",
-    "verify_citations",
-    "within_chunk_limit",
-]
+PUBLIC = {
+    "abstention": (
+        "AbstentionRule",
+        "AnswerFeatures",
+        "CurvePoint",
+        "Example",
+        "fit_rule",
+        "load_rule",
+        "precision_abstention_curve",
+    ),
+    "access": ("can_read", "eligible_rows"),
+    "bm25": ("BM25", "tokenize"),
+    "calibration": ("collect_examples", "split_questions"),
+    "chunking": ("Chunker", "chunk"),
+    "citations": ("CitationReport", "parse_citations", "verify_citations"),
+    "credentials": ("find_secrets", "redact"),
+    "diversity": ("Diversity", "dedup", "mmr"),
+    "embedders": ("Embedder", "HashingEmbedder", "LSAEmbedder", "available_embedders", "embedder"),
+    "embedding_cache": ("CachedEmbedder", "cached"),
+    "evaluation": (
+        "EvalReport",
+        "Question",
+        "evaluate",
+        "hit_rate_at_k",
+        "load_questions",
+        "mrr",
+        "ndcg_at_k",
+        "recall_at_k",
+    ),
+    "evidence": ("Evidence",),
+    "extractive": ("Decision", "ExtractiveGenerator"),
+    "generation": ("Generator", "is_abstention"),
+    "indexing": ("sync",),
+    "limits": ("within_chunk_limit",),
+    "loaders": ("CorpusError", "DocumentError", "load_file", "load_folder"),
+    "openai_http": ("GenerationError", "OpenAIChatGenerator"),
+    "pipeline": ("Index", "Limits", "ask"),
+    "prompting": ("ABSTENTION", "Prompt", "build_prompt"),
+    "query_expansion": ("LLMRewriter", "QueryExpansion", "feedback_terms"),
+    "records": ("Answer", "Chunk", "Citation", "Document", "Hit", "Principal"),
+    "retrieval": ("METHODS", "Retriever", "reciprocal_rank_fusion"),
+    "samples": ("sample_corpus", "sample_questions"),
+    "sqlite_store": ("SQLiteStore",),
+    "stores": ("DimensionMismatch", "EmbedderMismatch", "MemoryStore", "StoreError", "VectorStore"),
+    "vectors": ("cosine", "normalise", "top_k"),
+    "versions": ("hidden_documents", "supersession"),
+}
+"""The public API: each module of the engine and the names it gives `raglab`."""
+
+_HOME = {name: module for module, names in PUBLIC.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    """`raglab.NAME`: the public name, from its module (imported now if it is not yet).
+
+    subtle: the value is looked up on every use, never stored here. A workbook check swaps
+    a reference (`raglab.chunking.chunk`) for a stand-in while the learner's code runs; a
+    copy kept in this module would go on pointing at whichever one was there first.
+    """
+    if name not in _HOME:
+        raise AttributeError(f"module 'raglab' has no attribute {name!r}")
+    return getattr(import_module(f"raglab.{_HOME[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -16,9 +16,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from itertools import pairwise
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _ENV_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -46,6 +49,10 @@ _POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 def _pool(size: int) -> ThreadPoolExecutor:
     key = (os.getpid(), size)
     if key not in _POOLS:
+        # Here, not at the top: concurrent.futures brings logging and queue, which a
+        # process that never splits its work (one thread, small inputs) need not load.
+        from concurrent.futures import ThreadPoolExecutor
+
         _POOLS[key] = ThreadPoolExecutor(size, thread_name_prefix="raglab")
     return _POOLS[key]
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from raglab.evaluation import Question, evaluate
 from raglab.records import Chunk, Hit, Principal
 from raglab.retrieval import CANDIDATES_PER_RANKER, RRF_K
 from raglab.validation import check_int, check_number
+
+if TYPE_CHECKING:
+    from raglab.evaluation import Question
 
 FUSIONS = ("rrf", "minmax")
 """The ways `Fusion` combines the two rankings."""
@@ -186,6 +189,8 @@ def fusion_curve(
     weights: Sequence[float] = WEIGHTS,
 ) -> list[CurvePoint]:
     """nDCG@10 over `questions` for each dense weight in `weights`."""
+    from raglab.evaluation import evaluate  # the runner: loaded only to draw a curve
+
     points = []
     for w in weights:
         fusion = Fusion(method, w)

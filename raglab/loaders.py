@@ -78,7 +78,6 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from raglab.credentials import REDACTED, find_secrets, redact
 from raglab.records import DEFAULT_TENANT, Document
 from raglab.text import markdown_lines
 from raglab.validation import check_int
@@ -283,6 +282,10 @@ def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[st
     Refused when the policy is "refuse", and also when redacting cannot remove them all
     (a secret in the front matter, or one written with look-alike characters).
     """
+    # Here, not at the top: `raglab ask --index` imports this module but loads no file, and
+    # compiling the credential patterns is a noticeable share of its start-up.
+    from raglab.credentials import REDACTED, find_secrets, redact
+
     found = find_secrets(text)
     if not found:
         return body, ""

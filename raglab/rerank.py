@@ -19,16 +19,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from raglab.evaluation import Question
 from raglab.evidence import content_stems, stem
-from raglab.fusion import Fusion, Rankings
 from raglab.records import Hit
 from raglab.text import tokenize
 from raglab.validation import check_int
+
+if TYPE_CHECKING:  # annotations only: an ask need not load the evaluation runner
+    from raglab.evaluation import Question
+    from raglab.fusion import Fusion, Rankings
 
 __all__ = [
     "DEPTH",
