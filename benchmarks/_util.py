@@ -6,9 +6,13 @@ of a few repeats, and the scripts compare things measured in the same run (ratio
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -20,6 +24,36 @@ def best_time(fn: Callable[[], Any], *, repeat: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def run_measured(command: list[str], code: Path) -> tuple[float, float, float]:
+    """Run `command` with raglab from `code`: (wall s, CPU s, the child's peak resident MB).
+
+    CPU time (user + system, from `os.wait4`) is what a loaded machine distorts least: wall
+    time also counts the time spent waiting for a core. A failing command raises, with the
+    end of its stderr.
+    """
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    start = time.perf_counter()
+    child = subprocess.Popen(  # cwd too: `python -m` puts it first on the import path
+        command, env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{' '.join(command)} failed: {child.stderr.read().decode()[-2000:]}")
+    child.stderr.close()
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # kB on Linux
+
+
+def compiled(code: Path) -> Path:
+    """`code`, with raglab's modules compiled to bytecode, as an installed copy would be.
+
+    Without it every child of a benchmark compiles raglab again (PYTHONDONTWRITEBYTECODE, a
+    read-only checkout), and the start-up it measures is not a user's start-up.
+    """
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "raglab")], check=True)
+    return code
 
 
 def print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
