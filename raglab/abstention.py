@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -38,7 +38,9 @@ __all__ = [
     "AnswerFeatures",
     "CurvePoint",
     "Example",
+    "KnownStems",
     "answer_features",
+    "chunk_stems",
     "fit_rule",
     "load_rule",
     "precision_abstention_curve",
@@ -103,11 +105,35 @@ def vocabulary(chunks: Iterable[Chunk]) -> frozenset[str]:
     return _vocabulary(tuple(chunks))
 
 
+def chunk_stems(chunk: Chunk) -> frozenset[str]:
+    """The content stems of one chunk's title, heading and text: its share of `vocabulary`."""
+    return content_stems(f"{chunk.title} {chunk.heading} {chunk.text}")
+
+
 @lru_cache(maxsize=32)
 def _vocabulary(chunks: tuple[Chunk, ...]) -> frozenset[str]:
     # Cached: every question of one asker reads the same chunks, and stemming them all is
     # the slow part; equal chunks (text and all) give the same words.
-    return frozenset().union(*(content_stems(f"{c.title} {c.heading} {c.text}") for c in chunks))
+    return frozenset().union(*map(chunk_stems, chunks))
+
+
+@dataclass(frozen=True, slots=True)
+class KnownStems:
+    """An asker's `vocabulary` that is never read whole: `stem in known` asks `lookup`,
+    which returns those of the stems it is given that the asker's documents use.
+
+    An index file answers the lookup from its stored stems (`SQLiteStore.known_stems`),
+    so a cold `raglab ask` reads the question's few stems instead of every chunk.
+
+    >>> known = KnownStems(lambda stems: frozenset(stems) & {"day", "leav"})
+    >>> "day" in known, "gym" in known
+    (True, False)
+    """
+
+    lookup: Callable[[Iterable[str]], frozenset[str]]
+
+    def __contains__(self, stem: object) -> bool:
+        return isinstance(stem, str) and stem in self.lookup((stem,))
 
 
 def together(question: str, chosen: Sequence[Evidence]) -> float:
@@ -130,12 +156,13 @@ def answer_features(
     question: str,
     ranked: Sequence[Evidence],
     embedder: Embedder | None = None,
-    known_words: frozenset[str] | None = None,
+    known_words: Container[str] | None = None,
     chosen: Sequence[Evidence] | None = None,
 ) -> AnswerFeatures:
     """The features of `ranked` (evidence scored with `embedder`, best first) for `question`.
 
-    `known_words`: the `vocabulary` of the documents the asker may read; without it, the
+    `known_words`: the `vocabulary` of the documents the asker may read (or a `KnownStems`
+    that looks the question's stems up); without it, the
     retrieved sources are all the answerer knows (then `known` equals `coverage`).
     `chosen`: the sentences the answer would quote (default: the best one).
 
@@ -159,7 +186,7 @@ def answer_features(
         gap=ranked[0].score - (ranked[1].score if len(ranked) > 1 else 0.0),
         coverage=len(wanted & seen) / len(wanted) if wanted else 0.0,
         weakest_term=weakest_term(question, ranked[0], embedder),
-        known=len(wanted & known) / len(wanted) if wanted else 0.0,
+        known=sum(stem in known for stem in wanted) / len(wanted) if wanted else 0.0,
         together=together(question, ranked[:1] if chosen is None else chosen),
     )
 

@@ -17,7 +17,7 @@ Four steps, one module each:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
 from raglab.abstention import AbstentionRule, AnswerFeatures, answer_features, load_rule, profile_of
@@ -124,8 +124,8 @@ class ExtractiveGenerator:
     by meaning as well as words, and the rule fitted for that embedder decides. Without
     one, words alone and the words-only rule. `rule`: another `AbstentionRule` (default:
     the shipped one for the embedder, `raglab.abstention.load_rule`). `known_words`: the
-    words of the documents the asker may read (`raglab.abstention.vocabulary`; `raglab.ask`
-    passes them): a question in words they never use is likely about something they do
+    words of the documents the asker may read (`raglab.abstention.vocabulary`, or a
+    `KnownStems` lookup; `raglab.ask` passes them): a question in words they never use is likely about something they do
     not say. Without them, the retrieved sources stand in. `min_support`: a
     floor the best sentence's word support must also reach (0: the rule alone decides).
 
@@ -146,7 +146,7 @@ class ExtractiveGenerator:
     min_support: float = 0.0
     embedder: Embedder | None = field(default=None, kw_only=True, repr=False)
     rule: AbstentionRule | None = field(default=None, kw_only=True)
-    known_words: frozenset[str] | None = field(default=None, kw_only=True, repr=False)
+    known_words: Container[str] | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         check_int("max_sentences", self.max_sentences, minimum=1)

@@ -10,11 +10,12 @@ boundary, so a learner can swap any one of them and see what changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
-from raglab.abstention import vocabulary
+from raglab.abstention import KnownStems, vocabulary
 from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.citations import verify_citations
@@ -213,8 +214,18 @@ def default_answerer(index: Index, principal: Principal, method: str) -> Extract
     (`raglab.abstention.vocabulary`), never anyone else's."""
     return ExtractiveGenerator(
         embedder=answer_embedder(index, principal, method),
-        known_words=vocabulary(index.store.chunks(principal)),
+        known_words=known_words(index, principal),
     )
+
+
+def known_words(index: Index, principal: Principal) -> Container[str]:
+    """The words of the documents `principal` may read. An index file keeps each access
+    partition's words, so it is asked about the question's words alone (`KnownStems`);
+    any other store's readable chunks are read and their words collected."""
+    stored = getattr(index.store, "known_stems", None)
+    if stored is not None:
+        return KnownStems(partial(stored, principal))
+    return vocabulary(index.store.chunks(principal))
 
 
 def ask(

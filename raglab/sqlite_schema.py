@@ -2,7 +2,8 @@
 
 Split from `raglab.sqlite_store`, which reads and writes the rows. Besides documents and
 chunks, the file holds what a cold `raglab ask` needs without reading every chunk:
-BM25 postings per access partition (`raglab.sqlite_postings`).
+BM25 postings per access partition (`raglab.sqlite_postings`) and the content stems each
+partition uses (`raglab.sqlite_stems`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import numpy as np
 from raglab.records import Chunk
 from raglab.stores import StoreError, _empty_meta
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped whenever the tables change; a file with another version is refused, not guessed at.
-2: chunk ids, access partitions and BM25 postings."""
+2: chunk ids, access partitions and BM25 postings. 3: each partition's content stems."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long a reader or writer waits for another process's write to finish before giving up."""
@@ -54,6 +55,10 @@ CREATE TABLE parts (
 -- A word's postings in one partition: packed (chunk id, count, chunk length) records.
 CREATE TABLE postings (
     term TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term, part)
+) WITHOUT ROWID;
+-- How many chunks of a partition use a content stem in their title, heading or text.
+CREATE TABLE stems (
+    stem TEXT NOT NULL, part INTEGER NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stem, part)
 ) WITHOUT ROWID
 """
 

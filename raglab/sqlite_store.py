@@ -4,7 +4,8 @@ It returns the same hits as the in-memory store (`raglab.stores`), ties included
 where the rows live differs. A search reads no more than it needs, so that a cold
 `raglab ask` does not grow with the corpus: dense search maps the vectors from a file
 beside the index (`raglab.sqlite_vectors`), keyword search reads the postings of the
-question's words (`raglab.sqlite_postings`), and only the hits' chunks are read back.
+question's words (`raglab.sqlite_postings`), and only the hits' chunks are read back;
+the answerer looks the question's stems up in each partition's stems (`raglab.sqlite_stems`).
 The tables and file checks are in `raglab.sqlite_schema`.
 """
 
@@ -38,6 +39,7 @@ from raglab.sqlite_schema import (
     sqlite_errors,
     tables,
 )
+from raglab.sqlite_stems import Stems
 from raglab.sqlite_vectors import VectorFile, change_counter, vector_file
 
 # The reading path and the settings checks are shared with the memory store.
@@ -77,6 +79,7 @@ class SQLiteStore(_SnapshotReads):
         self._snapshot: _Snapshot | None = None
         self._data_version = -1
         self._postings = Postings(connection)
+        self._stems = Stems(connection)
         self._changed = False  # chunks written in this transaction: a new vector file is due
         self._vector_file: VectorFile | None = None
         self._load_settings()
@@ -221,6 +224,17 @@ class SQLiteStore(_SnapshotReads):
         found.sort(key=lambda hit: (-hit[0], hit[1].doc_id, hit[1].index))
         return [Hit(chunk, score) for score, chunk in found[:k]]
 
+    def known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        """Those of the content `stems` that a chunk `principal` may read uses: what
+        `raglab.abstention.vocabulary(self.chunks(principal))` holds of them, read from
+        the stored stems instead of every chunk."""
+        wanted = sorted(set(stems))
+        self._refresh()
+        with nullcontext() if self._depth else self._reading(), sqlite_errors(self.path):
+            if self._depth:
+                self._stems.flush()
+            return self._stems.known(wanted, list(self._postings.readable_parts(principal)))
+
     # -- writing
 
     def add(
@@ -254,16 +268,16 @@ class SQLiteStore(_SnapshotReads):
             )
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
             self._postings.add(ids, [c.text for c in new], parts)
+            self._stems.add(new, parts)
             self._changed = True
 
     def delete_document(self, doc_id: str) -> int:
         with self.transaction():
-            rows = self._run(
-                "SELECT id, text, tenant, groups FROM chunks WHERE doc_id = ?", (doc_id,)
-            )
-            keys = [part_key(tenant, json.loads(groups)) for _, _, tenant, groups in rows]
-            parts = self._postings.part_ids(keys)
-            self._postings.remove([r[0] for r in rows], [r[1] for r in rows], parts)
+            rows = self._run(f"SELECT id, {READ_COLUMNS} FROM chunks WHERE doc_id = ?", (doc_id,))
+            chunks = [chunk_of(row[1:]) for row in rows]
+            parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in chunks])
+            self._postings.remove([r[0] for r in rows], [c.text for c in chunks], parts)
+            self._stems.remove(chunks, parts)
             self._run("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             self._changed = self._changed or bool(rows)
             removed = len(rows)
@@ -312,8 +326,9 @@ class SQLiteStore(_SnapshotReads):
         """COMMIT or ROLLBACK the outermost transaction, then forget what may not have landed."""
         changed = self._changed and statement == "COMMIT"
         try:
-            if changed:  # postings and the vectors' generation land with the chunks
+            if changed:  # postings, stems and the vectors' generation land with the chunks
                 self._postings.flush()
+                self._stems.flush()
                 self._write_meta({"generation": uuid4().hex})
             self._run(statement)
         except BaseException:  # a COMMIT refused (say, busy) leaves the transaction open: end it
@@ -326,6 +341,7 @@ class SQLiteStore(_SnapshotReads):
             self._snapshot = None
             self._changed = False
             self._postings.discard()
+            self._stems.discard()
         self._load_settings()
         if changed and self._dim:
             with self._reading():  # written now, so the first question finds them ready
