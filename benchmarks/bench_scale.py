@@ -113,9 +113,22 @@ def readable(index: Path, code: Path) -> bool:
     done = subprocess.run(
         [sys.executable, "-c", opens, str(index)],
         env={**os.environ, "PYTHONPATH": str(code)},
+        cwd=code,  # `-c` puts the working directory first on the import path
         capture_output=True,
     )
     return done.returncode == 0
+
+
+def file_limit(n_docs: int, code: Path) -> list[str]:
+    """`raglab index`'s option allowing `n_docs` files, for a raglab that limits them."""
+    usage = subprocess.run(
+        raglab("index", "--help"),
+        env={**os.environ, "PYTHONPATH": str(code)},
+        cwd=code,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return ["--max-files", str(n_docs)] if "--max-files" in usage else []
 
 
 def build(n_docs: int, name: str, code: Path, work: Path) -> tuple[Path, float | None]:
@@ -131,7 +144,7 @@ def build(n_docs: int, name: str, code: Path, work: Path) -> tuple[Path, float |
         for old in [*index_files(index), timing]:
             old.unlink(missing_ok=True)
         print(f"{n_docs} docs, {name}: indexing ({time.strftime('%H:%M:%S')})", flush=True)
-        command = raglab("index", str(docs), "--index", str(index), "--max-files", str(n_docs))
+        command = raglab("index", str(docs), "--index", str(index), *file_limit(n_docs, code))
         build_s, _, _ = run_measured(command, code)
         timing.write_text(str(build_s))
     build_s = float(timing.read_text()) if timing.exists() else None

@@ -27,10 +27,13 @@ NOT_ON_THE_QUERY_PATH = (
     "raglab.evaluation",  # the question-set runner
     "raglab.fusion",  # tuning the fusion weight
     "raglab.minilm",  # the neural embedder
+    "raglab.minilm_network",
     "raglab.openai_http",  # a remote generator
     "raglab.samples",
+    "raglab.tokens",  # a token budget
     "raglab.viz",
-    "raglab.wordpiece",  # a token budget's tokenizer
+    "raglab.wordpiece",  # and its tokenizer
+    "raglab.workbook",  # the teaching machinery
     "difflib",
     "matplotlib",
     "qdrant_client",
