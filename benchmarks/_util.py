@@ -10,6 +10,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,15 +35,19 @@ def run_measured(command: list[str], code: Path) -> tuple[float, float, float]:
     end of its stderr.
     """
     env = {**os.environ, "PYTHONPATH": str(code)}
-    start = time.perf_counter()
-    child = subprocess.Popen(  # cwd too: `python -m` puts it first on the import path
-        command, env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"{' '.join(command)} failed: {child.stderr.read().decode()[-2000:]}")
-    child.stderr.close()
+    # stderr to a file, not a pipe: a child that writes more than a pipe holds (a warning
+    # per skipped file) would wait forever for a reader that waits for it to end.
+    with tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter()
+        child = subprocess.Popen(  # cwd too: `python -m` puts it first on the import path
+            command, env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=stderr
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        if child.returncode:
+            stderr.seek(0)
+            raise RuntimeError(f"{' '.join(command)} failed: {stderr.read().decode()[-2000:]}")
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # kB on Linux
 
 
