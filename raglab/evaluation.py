@@ -1,41 +1,50 @@
 """Evaluation: how good are the rankings and the answers, measured over a labelled question set.
 
-Two halves:
+Three parts, in three modules:
 
-- **Metrics** over one ranked list of document ids with binary relevance (a document is
-  relevant or it is not): `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`. Each is a
-  small function with its reference, cross-checked against ranx in the tests.
-- **The runner**: `load_questions` reads a JSONL question set, `evaluate` asks every question
-  through a `search` and (optionally) an `answer` callable and averages the results into an
-  `EvalReport`; `format_table` prints it.
-
-Two rules shared by every metric:
-
-- An empty relevant set raises `ValueError`: recall is undefined without a relevant document.
-  The runner leaves such (unanswerable) questions out of these averages and scores them by
-  abstention instead.
-- A repeated id in `ranked` counts once, at its first rank; later repeats are dropped before
-  scoring, so the documents behind them move up.
+- **Metrics** over one ranked list of document ids with binary relevance (`raglab.metrics`:
+  `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`), cross-checked against ranx in the tests.
+- **The question set** (`raglab.questions`): `load_questions` reads a checked JSONL file.
+- **The runner** (here): `evaluate` asks every question through a `search` and
+  (optionally) an `answer` callable and averages the results into an `EvalReport`;
+  `format_table` prints it.
 
 The runner scores documents, not chunks: a search returns chunks, and several chunks of one
 document become one entry at the rank of its best chunk (`rank_documents`). It searches deep
 enough to fill the cut-off with distinct documents, so a document cut into three chunks takes
-one of the top k places, not three.
+one of the top k places, not three. Questions without a relevant document (unanswerable) are
+left out of the retrieval averages and scored by abstention instead.
 """
 
 from __future__ import annotations
 
-import codecs
-import difflib
-import json
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import KW_ONLY, dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from raglab.records import DEFAULT_TENANT, Answer, Hit, Principal
+from raglab.metrics import hit_rate_at_k, mrr, ndcg_at_k, recall_at_k, unique_in_order
+from raglab.questions import Question, QuestionSetError, load_questions
+from raglab.records import Answer, Hit
 from raglab.validation import check_int
+
+# The metrics and the question set live in their own modules; their names stay importable here.
+__all__ = [
+    "ANSWER_METRICS",
+    "EvalReport",
+    "Question",
+    "QuestionResult",
+    "QuestionSetError",
+    "evaluate",
+    "format_table",
+    "hit_rate_at_k",
+    "load_questions",
+    "mrr",
+    "ndcg_at_k",
+    "rank_documents",
+    "recall_at_k",
+    "unique_in_order",
+]
 
 # nDCG is always reported at 10, whatever k is: the depth most IR benchmarks (BEIR, MS MARCO)
 # report, so figures stay comparable when k changes. Documents are therefore ranked to max(k, 10).
@@ -45,252 +54,6 @@ NDCG_DEPTH = 10
 # deep each time) only while the chunks found hold too few distinct documents. Only speed
 # depends on it, not the figures (see `rank_documents`).
 CHUNKS_PER_DOCUMENT = 3
-
-
-# --- metrics over one ranked list --------------------------------------------------------------
-
-
-def _check(relevant: Collection[str]) -> frozenset[str]:
-    """Validate the relevant ids and return them as a set."""
-    if isinstance(relevant, str):
-        # A bare string is a collection of characters: almost certainly a mistake.
-        raise TypeError(f"relevant must be a collection of ids, not a string (got {relevant!r})")
-    relevant_set = frozenset(relevant)
-    if not relevant_set:
-        raise ValueError(
-            "relevant must not be empty: recall is undefined without a relevant document "
-            "(leave such questions out and score them by abstention)"
-        )
-    return relevant_set
-
-
-def unique_in_order(ids: Iterable[str]) -> list[str]:
-    """Drop repeated ids, keeping each at its first position.
-
-    >>> unique_in_order(["a", "b", "a", "c", "b"])
-    ['a', 'b', 'c']
-    """
-    return list(dict.fromkeys(ids))  # dicts keep insertion order
-
-
-def recall_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """Share of the relevant documents found in the top k: |top k ∩ relevant| / |relevant|.
-
-    Manning, Raghavan & Schütze, *Introduction to Information Retrieval* (2008), §8.3.
-
-    >>> recall_at_k(["a", "b", "c"], {"b", "d"}, k=2)
-    0.5
-    """
-    k = check_int("k", k, minimum=1)
-    relevant_set = _check(relevant)
-    top = unique_in_order(ranked)[:k]
-    return sum(doc in relevant_set for doc in top) / len(relevant_set)
-
-
-def hit_rate_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """1.0 when at least one relevant document is in the top k, else 0.0 (also "success@k").
-
-    Averaged over questions it is the share of questions the retriever did not miss outright.
-
-    >>> hit_rate_at_k(["a", "b", "c"], {"c"}, k=2)
-    0.0
-    """
-    k = check_int("k", k, minimum=1)
-    relevant_set = _check(relevant)
-    top = unique_in_order(ranked)[:k]
-    return 1.0 if any(doc in relevant_set for doc in top) else 0.0
-
-
-def mrr(ranked: Sequence[str], relevant: Collection[str], k: int | None = None) -> float:
-    """Reciprocal rank (1/rank, ranks from 1) of the first relevant document in the top k.
-
-    0.0 when no relevant document is in the top k.
-
-    This is one question's share of the Mean Reciprocal Rank (Voorhees, TREC-8 QA track, 1999);
-    `evaluate` takes the mean, at its k. With `k=None` the whole list counts, as in ranx's
-    "mrr"; with k, as in ranx's "mrr@k". Without a cut-off the figure depends on how deep the
-    search happened to go, so the runner always gives one.
-
-    >>> mrr(["a", "b", "c"], {"b", "d"})
-    0.5
-    >>> mrr(["a", "b", "c"], {"b", "d"}, k=1)
-    0.0
-    """
-    relevant_set = _check(relevant)
-    if k is not None:
-        k = check_int("k", k, minimum=1)
-    for rank, doc in enumerate(unique_in_order(ranked)[:k], start=1):
-        if doc in relevant_set:
-            return 1.0 / rank
-    return 0.0
-
-
-def _discount(rank: int) -> float:
-    """The log2 position discount of DCG: a hit at rank r is worth 1 / log2(r + 1)."""
-    return 1.0 / math.log2(rank + 1)
-
-
-def ndcg_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
-    """Normalised discounted cumulative gain at k, binary relevance, log2 discount.
-
-    DCG@k = Σ over ranks r ≤ k holding a relevant document of 1 / log2(r + 1); the ideal DCG
-    puts every relevant document first, so it sums the same discount over ranks
-    1 .. min(k, |relevant|). nDCG@k = DCG@k / ideal DCG@k, between 0 and 1.
-    Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR techniques", TOIS 2002
-    (the formulation ranx calls "ndcg"; with 0/1 relevance Burges' 2^rel - 1 gives the same).
-
-    >>> round(ndcg_at_k(["a", "b", "c"], {"b", "d"}, k=3), 4)
-    0.3869
-    """
-    k = check_int("k", k, minimum=1)
-    relevant_set = _check(relevant)
-    top = unique_in_order(ranked)[:k]
-    dcg = sum(_discount(r) for r, doc in enumerate(top, start=1) if doc in relevant_set)
-    ideal = sum(_discount(r) for r in range(1, min(k, len(relevant_set)) + 1))
-    return dcg / ideal
-
-
-# --- the question set --------------------------------------------------------------------------
-
-
-class QuestionSetError(ValueError):
-    """A question-set file is malformed; the message names the file, the line and the reason."""
-
-    def __init__(self, path: str | Path, line: int, reason: str) -> None:
-        super().__init__(f"{path}, line {line}: {reason}")
-        self.path = str(path)
-        self.line = line
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """One labelled question, as one line of a question-set JSONL file.
-
-    `tenant` and `groups` say who asks (the principal the search runs as). `relevant_docs`
-    are the ids of the documents that answer it ([] when it is unanswerable for this user);
-    `leak_docs` are ids that must never reach this user. `kind` labels the question for the
-    per-kind breakdown (e.g. "lookup", "multi-hop", "forbidden").
-    Everything after `question` is keyword-only, because `answerable` has no default.
-    """
-
-    id: str
-    question: str
-    _: KW_ONLY
-    tenant: str = DEFAULT_TENANT
-    groups: tuple[str, ...] = ()
-    relevant_docs: tuple[str, ...] = ()
-    answerable: bool
-    answer: str | None = None
-    kind: str | None = None
-    leak_docs: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        # Accept lists (as JSON gives them) but store tuples, so a Question stays immutable.
-        for name in ("groups", "relevant_docs", "leak_docs"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-
-    @property
-    def asker(self) -> Principal:
-        """The user this question is asked as: its tenant and groups, user id "eval:<id>"."""
-        return Principal(f"eval:{self.id}", self.tenant, frozenset(self.groups))
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-# Field name -> (required?, the check, what the message says it must be).
-_FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
-    "id": (True, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "question": (True, lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string"),
-    "tenant": (False, lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "groups": (False, _is_str_list, "a list of strings"),
-    "relevant_docs": (False, _is_str_list, "a list of strings"),
-    # subtle: bool is checked exactly, so 1/0 or "true" are refused rather than guessed at.
-    "answerable": (True, lambda v: isinstance(v, bool), "true or false"),
-    "answer": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
-    "kind": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
-    "leak_docs": (False, _is_str_list, "a list of strings"),
-}
-
-
-def _parse_question(line: str) -> Question:
-    """One JSONL line -> Question. Raises ValueError with the reason only (no file, no line)."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"bad JSON: {err.msg} (column {err.colno})") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - set(_FIELDS))
-    if unknown:
-        # Refused rather than ignored: a typo such as "leak_doc" would silently drop a check.
-        raise ValueError(f"unknown field {unknown[0]!r} (known fields: {', '.join(_FIELDS)})")
-    for name, (required, is_valid, must_be) in _FIELDS.items():
-        if name not in obj:
-            if required:
-                raise ValueError(f"missing field {name!r}")
-        elif not is_valid(obj[name]):
-            raise ValueError(f"field {name!r} must be {must_be} (got {obj[name]!r})")
-    if obj["answerable"] and not obj.get("relevant_docs"):
-        raise ValueError(
-            f"question {obj['id']!r} is answerable but has no relevant_docs "
-            "(list the documents that answer it, or set answerable to false)"
-        )
-    return Question(**obj)
-
-
-def load_questions(path: str | Path, *, doc_ids: Collection[str] | None = None) -> list[Question]:
-    """Read a question set: JSONL, one question object a line, blank lines skipped.
-
-    Raises `QuestionSetError` naming the file, the line number and the reason for bytes
-    that are not UTF-8, bad JSON, a missing or unknown field, a wrong type, an answerable
-    question with no relevant_docs, or a duplicate id. With `doc_ids` (the corpus's
-    document ids, once it is known), a `relevant_docs` or `leak_docs` entry naming a
-    document not among them is an error too: a typo would otherwise score a silent 0.
-    """
-    questions: list[Question] = []
-    first_line_of: dict[str, int] = {}
-    for number, line in _numbered_lines(path):
-        if not line.strip():
-            continue
-        try:
-            question = _parse_question(line)
-            if doc_ids is not None:
-                _check_doc_ids(question, doc_ids)
-        except ValueError as err:
-            raise QuestionSetError(path, number, str(err)) from None
-        if question.id in first_line_of:
-            first = first_line_of[question.id]
-            reason = f"duplicate id {question.id!r} (first seen on line {first})"
-            raise QuestionSetError(path, number, reason)
-        first_line_of[question.id] = number
-        questions.append(question)
-    return questions
-
-
-def _numbered_lines(path: str | Path) -> Iterable[tuple[int, str]]:
-    """(line number, text) for each line of the file, each checked to be UTF-8 on its own."""
-    data = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8)
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            yield number, raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            reason = f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at column {err.start + 1})"
-            raise QuestionSetError(path, number, reason) from None
-
-
-def _check_doc_ids(question: Question, doc_ids: Collection[str]) -> None:
-    """Refuse a relevant_docs or leak_docs entry that names no document of the corpus."""
-    for name in ("relevant_docs", "leak_docs"):
-        for doc in getattr(question, name):
-            if doc not in doc_ids:
-                close = difflib.get_close_matches(doc, list(doc_ids), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(
-                    f"{name} names {doc!r}, which is not a document of the corpus{hint}"
-                )
 
 
 # --- the runner --------------------------------------------------------------------------------

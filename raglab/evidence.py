@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -68,9 +69,15 @@ def content_stems(text: str) -> frozenset[str]:
     >>> sorted(content_stems("How many days of annual leave do I get?"))
     ['annual', 'day', 'leav']
     """
+    words = set(tokenize(text))  # each word once: a chunk repeats many of its words
     return frozenset(
-        stem(w) for w in tokenize(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
+        _cached_stem(w) for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
     )
+
+
+# Indexing stems every chunk (`raglab.sqlite_stems`): a corpus uses far fewer distinct
+# words than it holds, so each is stemmed once.
+_cached_stem = lru_cache(maxsize=1 << 16)(stem)
 
 
 def smooth_idf(df: int, n: int) -> float:

@@ -14,7 +14,8 @@ cites, offline and without a model. A sentence is **supported** when
 This is a lexical judge: it catches a wrong number, a fabricated marker and a claim in
 words the source never uses; it is fooled by a negation ("not 25 days") and may reject a
 faithful paraphrase in other words. The field's stronger judges are models (an NLI
-cross-encoder, or an LLM asked for a verdict per sentence), which need weights or a server.
+cross-encoder, or an LLM asked for a verdict per sentence, `raglab.llm_judge`), which need
+weights or a server.
 
 >>> from raglab.records import Chunk, Hit
 >>> source = Hit(Chunk("leave.md", 0, "Staff get 25 days of annual leave.", 0, 34), 1.0)
@@ -99,17 +100,26 @@ def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
+def citation_problem(cited: Sequence[int], n_sources: int) -> str:
+    """Why a sentence citing `cited` cannot be supported by `n_sources` sources ("" if it can).
+
+    >>> citation_problem([], 2), citation_problem([3], 2), citation_problem([2], 2)
+    ('cites no source', 'cites [3], which is no retrieved source', '')
+    """
+    invalid = [n for n in cited if not 1 <= n <= n_sources]
+    if not cited:
+        return "cites no source"
+    if invalid:
+        return f"cites [{invalid[0]}], which is no retrieved source"
+    return ""
+
+
 def check_sentence(sentence: str, sources: Sequence[Hit], min_coverage: float) -> SentenceCheck:
     """The verdict on one sentence against the sources it cites (source [n] = sources[n-1])."""
     cited = tuple(parse_citations(sentence))
     claim = _MARKER.sub(" ", sentence)
-    invalid = [n for n in cited if not 1 <= n <= len(sources)]
-    if not cited:
-        return SentenceCheck(sentence, cited, 0.0, False, "cites no source")
-    if invalid:
-        return SentenceCheck(
-            sentence, cited, 0.0, False, f"cites [{invalid[0]}], which is no retrieved source"
-        )
+    if problem := citation_problem(cited, len(sources)):
+        return SentenceCheck(sentence, cited, 0.0, False, problem)
     evidence = " ".join(sources[n - 1].chunk.text for n in dict.fromkeys(cited))
     words = content_stems(claim)
     found = words & content_stems(evidence)

@@ -283,6 +283,39 @@ def test_an_unreadable_notebook_fails_and_one_without_exercises_does_not(tmp_pat
     assert GradeReport((empty,)).all_pass
 
 
+def test_a_lost_course_notebook_still_counts_its_exercises_at_full_points(tmp_path):
+    """An unreadable 04 and a 04 stripped of its exercises: each course exercise fails at its
+    points, so the learner's total is out of the same maximum as everyone else's."""
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann" / "04_implement_chunking.ipynb").write_text("{not json", encoding="utf-8")
+    (tmp_path / "bob").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "bob" / "04_implement_chunking (1).ipynb")
+    report = grade([tmp_path], jobs=1, timeout=30)
+    rows = {(g.learner, g.exercise): (g.passed, g.points, g.max_points) for g in report.grades}
+    assert rows == {
+        ("ann", "chunk"): (False, 0, 2),
+        ("ann", "split_sections"): (False, 0, 3),
+        ("bob", "chunk"): (False, 0, 2),
+        ("bob", "split_sections"): (False, 0, 3),
+    }
+    assert all(g.graded for g in report.grades)
+    assert next(g for g in report.grades if g.learner == "ann").message.startswith(
+        "could not read the notebook"
+    )
+
+
+def test_without_a_course_a_lost_notebook_is_one_failed_row(tmp_path):
+    (tmp_path / "04_implement_chunking.ipynb").write_text("{not json", encoding="utf-8")
+    [row] = grade([tmp_path / "04_implement_chunking.ipynb"], course=None).grades
+    assert (row.exercise, row.max_points, row.graded) == ("-", 0, True)
+
+
+def test_the_grade_command_refuses_a_course_that_is_no_folder(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        grade_command([str(tmp_path), "--course", str(tmp_path / "nope")])
+    assert "is not a folder of student notebooks" in capsys.readouterr().err
+
+
 def test_the_learner_comes_from_the_folder_or_the_file_name():
     assert learner_of(Path("class/ann/ps1/04_implement_chunking.ipynb"), Path("class")) == "ann"
     assert learner_of(Path("class/ann.ipynb"), Path("class")) == "ann"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from raglab.workbook.checks.core import one_line
+from raglab.workbook.course import COURSE, course_exercises
 from raglab.workbook.exercises import NOTEBOOK_NAME
 from raglab.workbook.gradebook import (
     NO_EXERCISE,
@@ -95,15 +96,17 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
 # --- running a notebook --------------------------------------------------------------------
 
 
-def declared_exercises(nb: dict) -> list[dict[str, str]]:
-    """The exercises of a notebook, from its solution cells and its own metadata.
+def declared_exercises(nb: dict, expected: Sequence[dict] = ()) -> list[dict[str, str]]:
+    """The exercises of a notebook, from its solution cells and its own metadata, and
+    the `expected` ones (the course's, `raglab.workbook.course`).
 
     The student version also lists them for the whole notebook, so an exercise whose
     cell the learner deleted is still graded (as failed), not silently skipped.
     """
     from raglab.workbook.exercises import exercise_list
 
-    found = exercise_list(nb) + list(nb.get("metadata", {}).get("raglab", {}).get("exercises", []))
+    listed = nb.get("metadata", {}).get("raglab", {}).get("exercises", [])
+    found = [*exercise_list(nb), *listed, *expected]
     unique: dict[str, dict[str, str]] = {}
     for item in found:
         unique.setdefault(
@@ -186,9 +189,13 @@ def read_grades(executed: Any) -> dict[str, tuple[bool, str]] | None:
 
 
 def grade_notebook(
-    path: Path, *, learner: str = "", timeout: int = DEFAULT_TIMEOUT
+    path: Path, *, learner: str = "", timeout: int = DEFAULT_TIMEOUT, course: Path | None = COURSE
 ) -> list[ExerciseGrade]:
-    """Grade one notebook: a row per exercise, or one row saying why there is nothing to grade."""
+    """Grade one notebook: a row per exercise, or one row saying why there is nothing to grade.
+
+    The exercises are the notebook's own and those `course`'s notebook of the same number
+    holds (`raglab.workbook.course`): one the submission lost is failed, at its full points.
+    """
     import nbformat
 
     path = Path(path)
@@ -199,11 +206,15 @@ def grade_notebook(
             learner, path.name, exercise, passed, points if passed else 0, points, message, graded
         )
 
+    expected = course_exercises(path.name, course)
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a missing file, bad JSON, or not a notebook at all
-        return [row(NO_EXERCISE, False, f"could not read the notebook: {error}")]
-    exercises = declared_exercises(nb)
+        unread = f"could not read the notebook: {one_line(str(error))}"
+        if expected:  # each exercise it should hold fails, at its full points
+            return [row(e["exercise"], False, unread, int(e["points"])) for e in expected]
+        return [row(NO_EXERCISE, False, unread)]
+    exercises = declared_exercises(nb, expected)
     if not exercises:
         return [
             row(
@@ -275,8 +286,12 @@ def grade(
     timeout: int = DEFAULT_TIMEOUT,
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
+    course: Path | None = COURSE,
 ) -> GradeReport:
     """Grade every learner's notebooks, `jobs` learners at a time (default: the core count).
+
+    `course`: the folder of student notebooks handed out (see `grade_notebook`); None to
+    grade each notebook by what it declares alone.
 
     Each notebook runs in its own kernel, so one learner's endless loop or crash costs that
     learner a failed row (a timeout, a dead kernel), never the others' grades.
@@ -291,7 +306,7 @@ def grade(
         return [
             g
             for path in work[learner]
-            for g in grade_notebook(path, learner=learner, timeout=timeout)
+            for g in grade_notebook(path, learner=learner, timeout=timeout, course=course)
         ]
 
     results: dict[str, list[ExerciseGrade]] = {}
@@ -317,7 +332,8 @@ def grade(
 
 
 def grade_command(argv: list[str]) -> int:
-    """`raglab grade PATH... [--csv FILE] [--summary] [--summary-csv FILE] [--timeout S] [--jobs N]`.
+    """`raglab grade PATH... [--csv FILE] [--summary] [--summary-csv FILE] [--timeout S] [--jobs N]
+    [--course DIR]`.
 
     Exit 0 when every graded exercise passes.
     """
@@ -361,7 +377,17 @@ def grade_command(argv: list[str]) -> int:
         metavar="N",
         help="learners graded at once (default: the number of cores)",
     )
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the student notebooks handed out: an exercise a submission lost is failed at "
+        "its full points (default: this repository's exercises/)",
+    )
     args = parser.parse_args(argv)
+    if args.course is not None and not args.course.is_dir():
+        parser.error(f"--course {args.course} is not a folder of student notebooks")
     if args.timeout <= 0:
         parser.error(f"--timeout must be > 0 seconds (got {args.timeout})")
     if args.jobs is not None and args.jobs <= 0:
@@ -383,6 +409,7 @@ def grade_command(argv: list[str]) -> int:
         timeout=args.timeout,
         jobs=args.jobs,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
+        course=args.course or COURSE,
     )
     print(format_summary(report) if args.summary else format_table(report))
     for path, write in ((args.csv, write_csv), (args.summary_csv, write_summary_csv)):
