@@ -7,9 +7,9 @@
 Every public name below is importable from `raglab` (`raglab.chunk`, `from raglab import
 Index`), but `import raglab` loads none of the modules yet: a name's module is imported the
 first time the name is used (PEP 562's module `__getattr__`). The `raglab` command answers
-one question per process, so a process should load only what its command needs, not all
-forty modules; heavy libraries (scikit-learn, matplotlib, ipywidgets) load later still,
-inside the functions that use them.
+one question per process, so a process should load only what its command needs, not every
+module of the engine; heavy libraries (scikit-learn, matplotlib, ipywidgets) load later
+still, inside the functions that use them.
 """
 
 from __future__ import annotations
