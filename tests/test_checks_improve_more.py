@@ -210,3 +210,78 @@ def test_mmr_select_stub_is_not_implemented():
 
     result = checks.check_mmr_select(stub)
     assert not result.passed and "not implemented" in result.message
+
+
+# --- hidden_versions --------------------------------------------------------------------------
+
+
+def versions_right(supersedes, readable):
+    hidden = set()
+    for new in readable:
+        todo, seen = list(supersedes.get(new, [])), set()
+        while todo:
+            old = todo.pop()
+            if old not in seen:
+                seen.add(old)
+                todo.extend(supersedes.get(old, []))
+        hidden |= seen & set(readable)
+    return hidden
+
+
+def versions_ignore_access(supersedes, readable):
+    return versions_right(supersedes, set(readable) | set(supersedes)) & set(readable)
+
+
+def versions_unreadable_too(supersedes, readable):
+    hidden = set()
+    for new in readable:
+        todo = list(supersedes.get(new, []))
+        while todo:
+            old = todo.pop()
+            hidden.add(old)
+            todo.extend(supersedes.get(old, []))
+    return hidden
+
+
+def versions_hide_the_newer(supersedes, readable):
+    return {new for new, olds in supersedes.items() if new in readable and olds}
+
+
+def versions_direct_only(supersedes, readable):
+    return {old for new, olds in supersedes.items() if new in readable for old in olds} & set(
+        readable
+    )
+
+
+def versions_as_list(supersedes, readable):
+    return sorted(versions_right(supersedes, readable))
+
+
+def test_hidden_versions_passes_on_correct_code():
+    result = checks.check_hidden_versions(versions_right)
+    assert result.passed and "random corpora pass" in result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "case", "why"),
+    [
+        (versions_ignore_access, "the reader may not read the newer one", "may read"),
+        (versions_unreadable_too, "only readable documents are hidden", "only documents in"),
+        (versions_hide_the_newer, "the newer version hides the older", "the other way round"),
+        (versions_direct_only, "a chain through a page the reader may not read", "chains"),
+        (versions_as_list, "the newer version hides the older", "expected a set"),
+    ],
+)
+def test_hidden_versions_fails_on_wrong_code(fn, case, why):
+    result = checks.check_hidden_versions(fn)
+    assert not result.passed
+    assert result.case == case
+    assert why in result.message
+
+
+def test_hidden_versions_stub_is_not_implemented():
+    def stub(supersedes, readable):
+        raise NotImplementedError()
+
+    result = checks.check_hidden_versions(stub)
+    assert not result.passed and "not implemented" in result.message

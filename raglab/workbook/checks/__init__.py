@@ -23,6 +23,7 @@ from raglab.workbook.checks import (
     generation,
     improve,
     improve_more,
+    improve_versions,
     retrieval,
     scale,
     testing,
@@ -42,6 +43,7 @@ from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
 from raglab.workbook.checks.improve import *  # noqa: F403
 from raglab.workbook.checks.improve_more import *  # noqa: F403
+from raglab.workbook.checks.improve_versions import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.scale import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
@@ -58,6 +60,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **testing.CHECKS,  # 08
     **improve.CHECKS,  # 09
     **improve_more.CHECKS,
+    **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
 }
@@ -93,6 +96,9 @@ REFERENCES: tuple[Callable, ...] = (
     improve_more.unsupported_numbers,
     improve_more.mmr,
     improve_more.reference_mmr_select,
+    improve_versions.hidden_documents,
+    improve_versions.supersession,
+    improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
 )
@@ -120,6 +126,7 @@ __all__ = [
     *generation.__all__,
     *improve.__all__,
     *improve_more.__all__,
+    *improve_versions.__all__,
     *retrieval.__all__,
     *scale.__all__,
     *testing.__all__,

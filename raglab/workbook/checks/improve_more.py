@@ -7,6 +7,8 @@ Two exercises, each compared with the engine's own implementation:
 - `mmr_select(relevance, similarity, k, lambda_=0.7) -> [index, ...]`: the greedy pick of
   maximal marginal relevance (reference: `raglab.diversity.mmr`).
 
+Section 7's exercise (versions) has its own module, `improve_versions`.
+
 Each judge recognises the plausible wrong versions (a substring test, a number split at
 its separator, the redundancy term forgotten, λ swapped, ...) by computing them, and says
 which one the learner wrote.
@@ -33,7 +35,11 @@ from raglab.workbook.checks.core import (
     show,
 )
 
-__all__ = ["check_mmr_select", "check_unsupported_numbers", "reference_mmr_select"]
+__all__ = [
+    "check_mmr_select",
+    "check_unsupported_numbers",
+    "reference_mmr_select",
+]
 
 
 # --- exercise 4: numbers the cited text does not state ----------------------------------------
