@@ -70,7 +70,7 @@ def test_unsupported_numbers_passes_on_correct_code():
         (numbers_split_at_commas, "thousands separators", "'10,000' is 10000"),
         (numbers_with_markers, "a marker is no number", "citation marker"),
         (numbers_reversed, "a changed number", "the other way round"),
-        (numbers_greedy_pattern, "the full stop after a number", ""),
+        (numbers_greedy_pattern, "the full stop after a number", "'60.' is not a number"),
         (numbers_as_list, "the number is there", "expected a set"),
     ],
 )

@@ -95,6 +95,11 @@ def _judge_numbers(case: Case, outcome: Outcome) -> str | None:
         return "expected the numbers as strings, as written without separators: {'10000', '2.5'}"
     if value == case.expected:
         return None
+    if ragged := sorted(v for v in value if v[-1:] in ".," or v[:1] in ".,"):
+        return (
+            f"{ragged[0]!r} is not a number: a comma or full stop belongs to a number only "
+            "between two digits (the full stop ending a sentence does not)"
+        )
     for mistake, why in NUMBER_MISTAKES:
         if value == mistake(*case.args):
             return why
