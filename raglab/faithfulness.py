@@ -100,6 +100,18 @@ def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
+def unsupported_numbers(sentence: str, cited_text: str) -> set[str]:
+    """The numbers `sentence` states that `cited_text` does not (rule 2 of the module doc).
+
+    Whole numbers are compared, never substrings ("25" is not in "250"); thousands
+    separators are dropped ("10,000" is "10000"); a citation marker is no number.
+
+    >>> sorted(unsupported_numbers("25 days, 10,000 requests [2].", "250 days, 10000 requests"))
+    ['25']
+    """
+    return numbers(_MARKER.sub(" ", sentence)) - numbers(cited_text)
+
+
 def citation_problem(cited: Sequence[int], n_sources: int) -> str:
     """Why a sentence citing `cited` cannot be supported by `n_sources` sources ("" if it can).
 
@@ -125,7 +137,7 @@ def check_sentence(sentence: str, sources: Sequence[Hit], min_coverage: float) -
     found = words & content_stems(evidence)
     support = len(found) / len(words) if words else 0.0
     markers = "".join(f"[{n}]" for n in dict.fromkeys(cited))
-    missing = sorted(numbers(claim) - numbers(evidence))
+    missing = sorted(unsupported_numbers(sentence, evidence))
     if missing:
         return SentenceCheck(
             sentence, cited, support, False, f"states {missing[0]}, which {markers} does not"

@@ -22,6 +22,8 @@ from raglab.workbook.checks import (
     embeddings,
     generation,
     improve,
+    improve_more,
+    improve_versions,
     retrieval,
     scale,
     testing,
@@ -40,6 +42,8 @@ from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
 from raglab.workbook.checks.improve import *  # noqa: F403
+from raglab.workbook.checks.improve_more import *  # noqa: F403
+from raglab.workbook.checks.improve_versions import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.scale import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
@@ -55,6 +59,8 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **generation.CHECKS,  # 07
     **testing.CHECKS,  # 08
     **improve.CHECKS,  # 09
+    **improve_more.CHECKS,
+    **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
 }
@@ -87,6 +93,12 @@ REFERENCES: tuple[Callable, ...] = (
     improve.weighted_rrf,
     improve.reference_weighted_rrf,
     improve.shortest_span,
+    improve_more.unsupported_numbers,
+    improve_more.mmr,
+    improve_more.reference_mmr_select,
+    improve_versions.hidden_documents,
+    improve_versions.supersession,
+    improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
 )
@@ -113,6 +125,8 @@ __all__ = [
     *embeddings.__all__,
     *generation.__all__,
     *improve.__all__,
+    *improve_more.__all__,
+    *improve_versions.__all__,
     *retrieval.__all__,
     *scale.__all__,
     *testing.__all__,
