@@ -10,7 +10,7 @@ from `os.wait4` (ru_maxrss). In the same rounds it times the floors: a bare inte
 (e.g. an older commit) on the same corpora, interleaved with this one, so a before/after
 comparison shares the machine's load.
 
-Large sizes take long to index (200,000 documents: most of an hour on a loaded laptop), so
+Large sizes take long to index (200,000 documents: 12 minutes on 2 loaded cores), so
 the work is resumable: corpora and index files stay in --work, and an index is built again
 only when the copy of raglab that reads it refuses it (an older schema, an unfinished first
 build). `--build-only` prepares the indexes without asking (run it in the background);
