@@ -14,8 +14,8 @@ Large sizes take long to index (200,000 documents: 12 minutes on 2 loaded cores)
 the work is resumable: corpora and index files stay in --work, and an index is built again
 only when the copy of raglab that reads it refuses it (an older schema, an unfinished first
 build). `--build-only` prepares the indexes without asking (run it in the background);
-the results file is rewritten after each size, keeping the rows of sizes not measured in
-this run, so sizes can be measured in separate runs.
+the results file is rewritten after each size, and with `--keep-rows` it keeps the rows
+of sizes not measured in this run, so sizes can be measured in separate runs.
 
     nohup python benchmarks/bench_scale.py --sizes 200000 --build-only > scale.log 2>&1 &
     python benchmarks/bench_scale.py --sizes 2000 20000 200000 \\
