@@ -48,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_command(argv: list[str]) -> int:
+    one_blas_thread_for_ask(argv)
     # The workbook commands parse their own arguments.
     if argv[:1] == ["exercises"]:
         from raglab.workbook.exercises import exercises_command
@@ -63,6 +64,14 @@ def run_command(argv: list[str]) -> int:
         return progress_command(argv[1:])
     args = build_parser().parse_args(argv)
     return args.run(args)
+
+
+def one_blas_thread_for_ask(argv: Sequence[str]) -> None:
+    """`raglab ask` answers one question and exits: starting BLAS's thread pool costs it more
+    than the pool saves (cold ask at 20,000 documents: 0.45 -> 0.37 s of CPU). Only takes
+    effect before numpy loads, as in a fresh `raglab` process; a user's own setting wins."""
+    if argv[:1] == ["ask"]:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def build_parser() -> argparse.ArgumentParser:

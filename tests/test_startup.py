@@ -8,6 +8,7 @@ reads the modules it loaded from `sys.modules`.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import import_module
@@ -79,3 +80,25 @@ def test_a_cold_ask_from_an_index_file_loads_only_the_query_path(tmp_path) -> No
     loaded = modules_after(ask)
     assert "raglab.pipeline" in loaded  # it did ask
     assert sorted(set(NOT_ON_THE_QUERY_PATH) & loaded) == []
+
+
+def test_a_cold_ask_starts_numpy_with_one_blas_thread_unless_the_user_chose():
+    probe = (
+        "import os, sys; from raglab.cli import one_blas_thread_for_ask; "
+        "one_blas_thread_for_ask(sys.argv[1:]); print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(*argv: str, **extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    assert threads("ask", "q") == "1"
+    assert threads("index", "docs") == "None"  # indexing embeds in batches: BLAS threads help
+    assert threads("ask", "q", OPENBLAS_NUM_THREADS="2") == "2"
