@@ -48,15 +48,33 @@ def point_id(kind: str, name: str) -> str:
 
 META_ID = point_id("meta", "")
 
+SPARSE_NAME = "bm25"
+"""The name of each chunk point's sparse vector (`raglab.qdrant_search`)."""
+
 
 # ---------------------------------------------------------------------------- points
 
 
-def point(kind: str, item: Chunk | DocRecord, vector: np.ndarray | None = None) -> Any:
-    """A chunk (with its vector) or a document record (no vector) as a Qdrant point."""
+def point(kind: str, item: DocRecord) -> Any:
+    """A document record as a Qdrant point (no vector)."""
     payload = {**dataclasses.asdict(item), "groups": list(item.groups), "kind": kind}
-    values = {} if vector is None else vector.tolist()
-    return qdrant().models.PointStruct(id=point_id(kind, item.id), vector=values, payload=payload)
+    return qdrant().models.PointStruct(id=point_id(kind, item.id), vector={}, payload=payload)
+
+
+def chunk_point(chunk: Chunk, vector: np.ndarray, sparse: Any, avgdl: float, length: int) -> Any:
+    """A chunk as a Qdrant point: its unit vector (unnamed), its BM25 sparse vector (named
+    `SPARSE_NAME`), its length in tokens and the avgdl its sparse vector was written with."""
+    payload = {**dataclasses.asdict(chunk), "groups": list(chunk.groups)}
+    vectors = {"": vector.tolist(), SPARSE_NAME: sparse}
+    extra = {"kind": "chunk", "length": length, "avgdl": avgdl}
+    return qdrant().models.PointStruct(
+        id=point_id("chunk", chunk.id), vector=vectors, payload={**payload, **extra}
+    )
+
+
+def dense(vector: Any) -> list[float]:
+    """The unnamed dense vector of a point read with its vectors (a dict once it has two)."""
+    return vector[""] if isinstance(vector, dict) else vector
 
 
 def meta_point(payload: dict[str, Any]) -> Any:
@@ -87,10 +105,11 @@ def field_in(key: str, values: Sequence[str]) -> Any:
     return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
 
 
-def readable_by(principal: Principal | None, hidden: Sequence[str]) -> Any:
-    """A filter for the chunks `principal` may read (all, if None), `hidden` documents left out.
+def readable_filter(principal: Principal | None, hidden: Sequence[str] = ()) -> Any:
+    """The Qdrant filter for the chunks `principal` may read (all, if None), less `hidden` documents.
 
     The access rule of `raglab.access`: the principal's tenant, and no groups or a shared one.
+    Public as `raglab.qdrant_store.readable_filter`.
     """
     models = qdrant().models
     must_not = [field_in("doc_id", hidden)] if hidden else None
