@@ -6,13 +6,13 @@ Qdrant never scores a point the asker may not read, in a prefetch or in the fuse
 Keyword search in the server. Each chunk's point holds a sparse vector, `SPARSE`:
 - indices: the chunk's words by raglab's tokenizer (`raglab.text.tokenize`), each hashed to
   32 bits (`term_id`; Qdrant's indices are u32). Two words with one id count as one word:
-  on the sample corpus 3,161 distinct words give 0 collisions (at 32 bits about N²/2³³
-  pairs are expected: 0.001 here, about 1 at 90,000 words).
+  the sample corpus's 2,188 distinct words give 0 collisions (about N²/2³³ colliding pairs
+  are expected: 0.0006 here, 1 at about 93,000 distinct words).
 - values: BM25's document side, `raglab.bm25.term_saturation` with raglab's k1 and b and
   an avgdl fixed when the point is written: the mean length of the chunks that every user
   of the chunk's tenant may read (those without groups). raglab's own avgdl is over the
   asker's readable chunks; for an asker without groups the two are equal. A commit that
-  moves a tenant's avgdl rewrites that tenant's sparse vectors (`stale_points`).
+  moves a tenant's avgdl rewrites that tenant's sparse vectors (`rewrite_stale`).
   (Measured on the sample questions, top 5 by BM25 identical to raglab's: avgdl over the
   tenant's open chunks 115 of 115, over all the tenant's chunks 113, over the collection 111.)
 - the question: each distinct word's id, its value the word's count (a repeated word counts
@@ -24,12 +24,23 @@ Hybrid in the server: one query, a dense and a sparse prefetch (each k * 4 deep,
 `raglab.retrieval`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
 raglab's `RRF_K` + 1: the same 1 / (60 + rank). Equal scores are put in raglab's order.
 
-Decision (`benchmarks/bench_qdrant.py`, `benchmarks/results/qdrant.json`): the default
-stays "exact", BM25 fitted here on the readable chunks. The server mode gives the same
-top 5 as SQLite on every sample question and the same answer text, but its scores are
-Qdrant's float32 sums with another avgdl for askers with groups, so not every answer is
-identical to the SQLite store's (hits and their scores included); it is the opt-in for
-corpora where fitting BM25 per cold ask costs too much (`keyword="server"`).
+Decision, by `benchmarks/bench_qdrant.py` (`benchmarks/results/qdrant.json`; sample corpus,
+the 115 `raglab eval` questions, hashing embedder): the default stays "exact".
+- Server mode finds what exact finds: the same top 5 as the SQLite store on 115 of 115
+  questions for bm25 and for hybrid, and the same nDCG@10 (bm25 0.8461, hybrid 0.9233).
+- Hybrid answers are identical, hits and scores included, on 115 of 115: RRF reads ranks
+  only. The bm25 answers say the same (text and cited chunks: 115 of 115), but only 50
+  of 115 are identical hit for hit: a BM25 score here is Qdrant's float32 sum, not
+  raglab's, and for an asker with groups the avgdl is not theirs. The project's bar
+  ("answers identical to the SQLite store's", every retrieval method) is not met.
+- Nor does it pay in local mode: qdrant-client's local mode scores a sparse query by
+  scanning every point in Python, so the first keyword search of a cold ask took longer
+  (2,000 generated documents: 0.96 s against exact's 0.64 s, one interleaved run). What
+  the server mode saves, reading and fitting the asker's chunks, is saved on a Qdrant
+  server, whose sparse index is inverted; no server was available to measure it here.
+Fused in Qdrant (`hybrid_search`): the same top 5 on 115 of 115, identical on 114: where
+two chunks tie inside one ranking, Qdrant orders them its own way, not by store order, so a
+fused score can differ by one rank's worth.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from raglab._qdrant_points import SPARSE_NAME as SPARSE
-from raglab._qdrant_points import from_payload, qdrant
+from raglab._qdrant_points import chunk_point, from_payload, qdrant
 from raglab.bm25 import BM25, term_saturation
 from raglab.records import Chunk, Hit
 from raglab.retrieval import CANDIDATES_PER_RANKER, RRF_K
@@ -112,6 +123,27 @@ def open_avgdl(chunks: Iterable[tuple[str, tuple[str, ...], int]]) -> dict[str, 
     return avgdl
 
 
+SPARSE_FIELDS = ("tenant", "groups", "length", "avgdl")
+"""What a commit reads of every chunk kept to decide whose sparse vectors to rewrite."""
+
+
+def chunk_points(
+    added: list[tuple[Chunk, np.ndarray]], kept: list[Any]
+) -> tuple[list[Any], dict[str, float]]:
+    """The points of the `added` chunks (with their vectors), and each tenant's avgdl over
+    them and the points `kept` (read with `SPARSE_FIELDS`)."""
+    counted = [(chunk, vector, *term_counts(chunk.text)) for chunk, vector in added]
+    avgdl = open_avgdl(
+        [(p.payload["tenant"], p.payload["groups"], p.payload["length"]) for p in kept]
+        + [(chunk.tenant, chunk.groups, length) for chunk, _, _, length in counted]
+    )
+    points = [
+        chunk_point(c, v, document_vector(counts, n, avgdl[c.tenant]), avgdl[c.tenant], n)
+        for c, v, counts, n in counted
+    ]
+    return points, avgdl
+
+
 def rewrite_stale(client: Any, collection: str, kept: list[Any], avgdl: dict[str, float]) -> None:
     """Rewrite the sparse vectors of the `kept` points (read with tenant, groups, length and
     avgdl) that were written with another avgdl than their tenant's now.
@@ -153,12 +185,33 @@ def candidates(fetch: Callable[[int], list[Any]], k: int) -> list[Any]:
         limit *= 2  # the last candidate may still tie with the k-th: look further
 
 
+def dense_candidates(
+    client: Any, collection: str, query: np.ndarray, readable: Any, k: int, exact: bool
+) -> list[Any]:
+    """The best points by Qdrant's dense score: at least k, and every one tied with the k-th.
+    `raglab.qdrant_store` ranks them as every store does."""
+    search = qdrant().models.SearchParams(exact=exact)
+
+    def fetch(limit: int) -> list[Any]:
+        return client.query_points(
+            collection,
+            query=query.tolist(),
+            query_filter=readable,  # access decided inside the query, before scoring
+            limit=limit,
+            with_payload=True,
+            with_vectors=[""],
+            search_params=search,
+        ).points
+
+    return candidates(fetch, k)
+
+
 def keyword_hits(
-    client: Any, collection: str, question: str, readable: Any, k: int, *, min_score: float
+    client: Any, collection: str, question: str, readable: Any, k: int, min_score: float
 ) -> list[Hit]:
     """The top-k chunks by BM25 in the server, among those `readable` lets through."""
     query = query_vector(question)
-    if query is None:
+    if query is None or not client.collection_exists(collection):
         return []
     models = qdrant().models
 
@@ -193,6 +246,8 @@ def hybrid_hits(
 
     `shown` (the readable chunks less the hidden documents) filters each prefetch and the
     fused query; BM25's idf is counted over `readable`, as raglab fits BM25 on them."""
+    if not client.collection_exists(collection):
+        return []
     models = qdrant().models
     depth = k * CANDIDATES_PER_RANKER
     prefetch = [

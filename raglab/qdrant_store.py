@@ -8,12 +8,18 @@ and replication.
 
 Access is a payload filter inside the query, never a pass over the results: Qdrant only
 scores points of the principal's tenant whose groups are empty or shared with the
-principal (`raglab.access`'s rule), on keyword-indexed payload fields.
+principal (`raglab.access`'s rule), on keyword-indexed payload fields:
+`readable_filter(principal)` is that filter.
 
 Same hits as the other stores, ties included: Qdrant picks the candidates (a few more
 than k, and more while the last still ties with the k-th); they are put in store order
 (document id, then chunk index) and scored by `raglab.vectors.top_k`, as every store
 scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
+
+Keyword search: each chunk also holds a BM25 sparse vector. By default (`keyword="exact"`)
+`raglab.retrieval` still fits BM25 on the asker's readable chunks, for scores identical to
+the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.qdrant_search`, which
+says why that is not the default).
 
 Qdrant has no transactions, so a transaction holds its writes back and applies them at
 its end. Subtle: the settings point first lists every document about to change (the
@@ -25,7 +31,6 @@ and the next `raglab index` re-adds them.
 from __future__ import annotations
 
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,30 +41,29 @@ import numpy as np
 
 from raglab._qdrant_points import (
     META_ID,
-    SPARSE_NAME,
-    chunk_point,
     connect,
+    create_chunk_collection,
+    delete_documents,
     dense,
-    field_in,
     field_is,
     from_payload,
     meta_point,
     point,
-    point_id,
     qdrant,
     readable_filter,
+    scroll,
     store_order,
+    upsert,
 )
 from raglab.access import AccessIndex
 from raglab.qdrant_search import (
     KEYWORD_MODES,
-    candidates,
-    document_vector,
+    SPARSE_FIELDS,
+    chunk_points,
+    dense_candidates,
     hybrid_hits,
     keyword_hits,
-    open_avgdl,
     rewrite_stale,
-    term_counts,
 )
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import (
@@ -81,12 +85,6 @@ FORMAT = "raglab-index"
 SCHEMA_VERSION = 2
 """Bumped whenever the points change (2: each chunk has a BM25 sparse vector); an index of
 another version is refused."""
-
-BATCH = 256
-"""Points per request: bounds the size of one upload or one page of a scroll."""
-
-KEYWORD_FIELDS = ("tenant", "groups", "doc_id")
-"""Payload fields the queries filter on; each gets a keyword index."""
 
 
 @dataclass
@@ -225,7 +223,8 @@ class QdrantStore:
         journal = set(self._read_meta()["journal"])
         kind = qdrant().models.Filter(must=[field_is("kind", "document")])
         records = [
-            from_payload(DocRecord, p.payload) for p in self._scroll(self._records_name, kind)
+            from_payload(DocRecord, p.payload)
+            for p in scroll(self._client, self._records_name, kind)
         ]
         return {r.id: r for r in sorted(records, key=lambda r: r.id) if r.id not in journal}
 
@@ -252,7 +251,7 @@ class QdrantStore:
         if not self._client.collection_exists(self._chunks_name):
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         every = readable_filter(None, meta["journal"])
-        points = self._scroll(self._chunks_name, every, vectors=[""])
+        points = scroll(self._client, self._chunks_name, every, vectors=[""])
         points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
         matrix = np.array([dense(p.vector) for p in points], dtype=np.float32).reshape(
             len(points), -1
@@ -271,13 +270,8 @@ class QdrantStore:
     ) -> list[Hit]:
         """The top-k chunks by BM25 in Qdrant, among those `principal` may read."""
         k = check_int("k", k, minimum=1)
-        meta = self._read_meta()
-        if not self._client.collection_exists(self._chunks_name):
-            return []
-        readable = readable_filter(principal, meta["journal"])
-        return keyword_hits(
-            self._client, self._chunks_name, question, readable, k, min_score=min_score
-        )
+        readable = readable_filter(principal, self._read_meta()["journal"])
+        return keyword_hits(self._client, self._chunks_name, question, readable, k, min_score)
 
     def hybrid_search(
         self, query: np.ndarray, question: str, principal: Principal, k: int
@@ -289,44 +283,15 @@ class QdrantStore:
         k = check_int("k", k, minimum=1)
         meta = self._read_meta()
         q = normalise(_checked_query(query, meta["dim"]))
-        if not self._client.collection_exists(self._chunks_name):
-            return []
-        hidden = sorted(hidden_doc_ids(self, principal))
         readable = readable_filter(principal, meta["journal"])
-        shown = readable_filter(principal, [*meta["journal"], *hidden])
-        return hybrid_hits(
-            self._client,
-            self._chunks_name,
-            q,
-            question,
-            k,
-            readable=readable,
-            shown=shown,
-            exact=self.exact,
-        )
-
-    def _candidates(self, q: np.ndarray, readable: Any, k: int) -> list[Any]:
-        """The best points by Qdrant's dense score: at least k, and every one tied with the k-th."""
-        search = qdrant().models.SearchParams(exact=self.exact)
-        return candidates(
-            lambda limit: (
-                self._client.query_points(
-                    self._chunks_name,
-                    query=q.tolist(),
-                    query_filter=readable,  # access decided inside the query, before scoring
-                    limit=limit,
-                    with_payload=True,
-                    with_vectors=[""],
-                    search_params=search,
-                ).points
-            ),
-            k,
-        )
+        shown = readable_filter(principal, [*meta["journal"], *hidden_doc_ids(self, principal)])
+        where = {"readable": readable, "shown": shown, "exact": self.exact}
+        return hybrid_hits(self._client, self._chunks_name, q, question, k, **where)
 
     def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
         if not self._client.collection_exists(self._chunks_name):
             return [], AccessIndex([])
-        points = self._scroll(self._chunks_name, readable_filter(None, meta["journal"]))
+        points = scroll(self._client, self._chunks_name, readable_filter(None, meta["journal"]))
         chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
         return chunks, AccessIndex(chunks)
 
@@ -339,7 +304,10 @@ class QdrantStore:
         q = _checked_query(query, meta["dim"])
         if not self._client.collection_exists(self._chunks_name):
             return []
-        points = self._candidates(normalise(q), readable_filter(principal, meta["journal"]), k)
+        readable = readable_filter(principal, meta["journal"])
+        points = dense_candidates(
+            self._client, self._chunks_name, normalise(q), readable, k, self.exact
+        )
         if not points:
             return []
         # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
@@ -412,34 +380,21 @@ class QdrantStore:
         if touched:
             self._write_meta({**settings, "journal": sorted(touched)})
         gone = sorted(pending.deleted | journal)
-        for start in range(0, len(gone), BATCH):
-            self._delete_documents(gone[start : start + BATCH])
+        delete_documents(self._client, self._records_name, self._chunks_name, gone)
         docs = [pending.added[doc_id] for doc_id in sorted(pending.added)]
         if any(doc.chunks for doc in docs):
-            self._ensure_chunk_collection(pending.dim)
+            create_chunk_collection(self._client, self._chunks_name, pending.dim)
         if self._client.collection_exists(self._chunks_name):
             self._write_chunks(docs)
         self._upsert(self._records_name, [point("document", doc.record) for doc in docs])
         self._write_meta({**settings, "journal": []})
 
     def _write_chunks(self, docs: list[_StoredDocument]) -> None:
-        """Upsert the chunks of `docs` with their sparse vectors, then rewrite those of the
-        chunks kept whose tenant's avgdl moved (see `raglab.qdrant_search`)."""
-        fields = ["tenant", "groups", "length", "avgdl"]
-        kept = self._scroll(self._chunks_name, None, payload=fields)
-        added = [
-            (chunk, vector, *term_counts(chunk.text))
-            for doc in docs
-            for chunk, vector in zip(doc.chunks, doc.vectors)
-        ]
-        avgdl = open_avgdl(
-            [(p.payload["tenant"], p.payload["groups"], p.payload["length"]) for p in kept]
-            + [(chunk.tenant, chunk.groups, length) for chunk, _, _, length in added]
-        )
-        points = [
-            chunk_point(c, v, document_vector(counts, n, avgdl[c.tenant]), avgdl[c.tenant], n)
-            for c, v, counts, n in added
-        ]
+        """Upsert the chunks of `docs`, then rewrite the sparse vectors of the chunks kept
+        whose tenant's avgdl moved (`raglab.qdrant_search`)."""
+        kept = scroll(self._client, self._chunks_name, None, payload=list(SPARSE_FIELDS))
+        added = [(c, v) for doc in docs for c, v in zip(doc.chunks, doc.vectors)]
+        points, avgdl = chunk_points(added, kept)
         self._upsert(self._chunks_name, points)
         rewrite_stale(self._client, self._chunks_name, kept, avgdl)
 
@@ -469,26 +424,6 @@ class QdrantStore:
         payload["generation"] = uuid.uuid4().hex  # new with every write: cached reads expire
         self._upsert(self._records_name, [meta_point(payload)])
 
-    def _ensure_chunk_collection(self, dim: int | None) -> None:
-        if self._client.collection_exists(self._chunks_name):
-            return
-        models = qdrant().models
-        # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
-        # otherwise re-normalise the vectors it stores (the bits would differ from ours).
-        config = models.VectorParams(size=dim, distance=models.Distance.DOT)
-        # Qdrant's IDF modifier: idf computed at query time, over the points a query's
-        # `IdfCorpusParams` filter lets through (`raglab.qdrant_search`).
-        sparse = {SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)}
-        self._client.create_collection(
-            self._chunks_name, vectors_config=config, sparse_vectors_config=sparse
-        )
-        with warnings.catch_warnings():  # local mode warns that it scans without indexes
-            warnings.simplefilter("ignore", UserWarning)
-            for name in KEYWORD_FIELDS:
-                self._client.create_payload_index(
-                    self._chunks_name, name, field_schema=models.PayloadSchemaType.KEYWORD
-                )
-
     def _count_chunks(self, doc_id: str) -> int:
         """The chunks `doc_id` has in the index as committed (0 while it is journalled)."""
         meta = self._read_meta()
@@ -497,33 +432,5 @@ class QdrantStore:
         of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
         return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
 
-    def _delete_documents(self, doc_ids: list[str]) -> None:
-        models = qdrant().models
-        ids = [point_id("document", d) for d in doc_ids]
-        self._client.delete(self._records_name, points_selector=models.PointIdsList(points=ids))
-        if self._client.collection_exists(self._chunks_name):
-            of_docs = models.Filter(must=[field_in("doc_id", doc_ids)])
-            self._client.delete(
-                self._chunks_name, points_selector=models.FilterSelector(filter=of_docs)
-            )
-
     def _upsert(self, collection: str, points: list[Any]) -> None:
-        for start in range(0, len(points), BATCH):
-            self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
-
-    def _scroll(
-        self, collection: str, scroll_filter: Any, *, vectors: Any = False, payload: Any = True
-    ) -> list[Any]:
-        points, offset = [], None
-        while True:
-            page, offset = self._client.scroll(
-                collection,
-                scroll_filter=scroll_filter,
-                limit=BATCH * 4,
-                offset=offset,
-                with_vectors=vectors,
-                with_payload=payload,
-            )
-            points.extend(page)
-            if offset is None:
-                return points
+        upsert(self._client, collection, points)
