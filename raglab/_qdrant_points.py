@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +20,12 @@ from raglab.records import Chunk, Principal
 from raglab.stores import DocRecord, StoreError
 
 INSTALL_HINT = "pip install raglab[qdrant]"
+
+BATCH = 256
+"""Points per request: bounds the size of one upload or one page of a scroll."""
+
+KEYWORD_FIELDS = ("tenant", "groups", "doc_id")
+"""Payload fields the queries filter on; each gets a keyword index."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long opening a local folder waits for another process to let go of it (local mode
@@ -48,15 +55,33 @@ def point_id(kind: str, name: str) -> str:
 
 META_ID = point_id("meta", "")
 
+SPARSE_NAME = "bm25"
+"""The name of each chunk point's sparse vector (`raglab.qdrant_search`)."""
+
 
 # ---------------------------------------------------------------------------- points
 
 
-def point(kind: str, item: Chunk | DocRecord, vector: np.ndarray | None = None) -> Any:
-    """A chunk (with its vector) or a document record (no vector) as a Qdrant point."""
+def point(kind: str, item: DocRecord) -> Any:
+    """A document record as a Qdrant point (no vector)."""
     payload = {**dataclasses.asdict(item), "groups": list(item.groups), "kind": kind}
-    values = {} if vector is None else vector.tolist()
-    return qdrant().models.PointStruct(id=point_id(kind, item.id), vector=values, payload=payload)
+    return qdrant().models.PointStruct(id=point_id(kind, item.id), vector={}, payload=payload)
+
+
+def chunk_point(chunk: Chunk, vector: np.ndarray, sparse: Any, avgdl: float, length: int) -> Any:
+    """A chunk as a Qdrant point: its unit vector (unnamed), its BM25 sparse vector (named
+    `SPARSE_NAME`), its length in tokens and the avgdl its sparse vector was written with."""
+    payload = {**dataclasses.asdict(chunk), "groups": list(chunk.groups)}
+    vectors = {"": vector.tolist(), SPARSE_NAME: sparse}
+    extra = {"kind": "chunk", "length": length, "avgdl": avgdl}
+    return qdrant().models.PointStruct(
+        id=point_id("chunk", chunk.id), vector=vectors, payload={**payload, **extra}
+    )
+
+
+def dense(vector: Any) -> list[float]:
+    """The unnamed dense vector of a point read with its vectors (a dict once it has two)."""
+    return vector[""] if isinstance(vector, dict) else vector
 
 
 def meta_point(payload: dict[str, Any]) -> Any:
@@ -87,10 +112,11 @@ def field_in(key: str, values: Sequence[str]) -> Any:
     return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
 
 
-def readable_by(principal: Principal | None, hidden: Sequence[str]) -> Any:
-    """A filter for the chunks `principal` may read (all, if None), `hidden` documents left out.
+def readable_filter(principal: Principal | None, hidden: Sequence[str] = ()) -> Any:
+    """The Qdrant filter for the chunks `principal` may read (all, if None), less `hidden` documents.
 
     The access rule of `raglab.access`: the principal's tenant, and no groups or a shared one.
+    Public as `raglab.qdrant_store.readable_filter`.
     """
     models = qdrant().models
     must_not = [field_in("doc_id", hidden)] if hidden else None
@@ -103,6 +129,63 @@ def readable_by(principal: Principal | None, hidden: Sequence[str]) -> Any:
         should=[open_to_all, *in_a_group],  # at least one of them
         must_not=must_not,
     )
+
+
+# ---------------------------------------------------------------------------- collections
+
+
+def create_chunk_collection(client: Any, name: str, dim: int | None) -> None:
+    """The chunks' collection (if missing): a unit vector and a BM25 sparse vector a point."""
+    if client.collection_exists(name):
+        return
+    models = qdrant().models
+    # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
+    # otherwise re-normalise the vectors it stores (the bits would differ from ours).
+    config = models.VectorParams(size=dim, distance=models.Distance.DOT)
+    # Qdrant's IDF modifier: idf computed at query time, over the points a query's
+    # `IdfCorpusParams` filter lets through (`raglab.qdrant_search`).
+    sparse = {SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+    client.create_collection(name, vectors_config=config, sparse_vectors_config=sparse)
+    with warnings.catch_warnings():  # local mode warns that it scans without indexes
+        warnings.simplefilter("ignore", UserWarning)
+        for field in KEYWORD_FIELDS:
+            client.create_payload_index(name, field, field_schema=models.PayloadSchemaType.KEYWORD)
+
+
+def delete_documents(client: Any, records: str, chunks: str, doc_ids: Sequence[str]) -> None:
+    """Delete the records and the chunks of `doc_ids`, BATCH documents a request."""
+    models = qdrant().models
+    for start in range(0, len(doc_ids), BATCH):
+        batch = list(doc_ids[start : start + BATCH])
+        ids = [point_id("document", d) for d in batch]
+        client.delete(records, points_selector=models.PointIdsList(points=ids))
+        if client.collection_exists(chunks):
+            of_docs = models.Filter(must=[field_in("doc_id", batch)])
+            client.delete(chunks, points_selector=models.FilterSelector(filter=of_docs))
+
+
+def upsert(client: Any, collection: str, points: list[Any]) -> None:
+    for start in range(0, len(points), BATCH):
+        client.upsert(collection, points=points[start : start + BATCH], wait=True)
+
+
+def scroll(
+    client: Any, collection: str, scroll_filter: Any, *, vectors: Any = False, payload: Any = True
+) -> list[Any]:
+    """Every point `scroll_filter` lets through, read a page at a time."""
+    points, offset = [], None
+    while True:
+        page, offset = client.scroll(
+            collection,
+            scroll_filter=scroll_filter,
+            limit=BATCH * 4,
+            offset=offset,
+            with_vectors=vectors,
+            with_payload=payload,
+        )
+        points.extend(page)
+        if offset is None:
+            return points
 
 
 # ---------------------------------------------------------------------------- connecting

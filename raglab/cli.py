@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
             "--index", metavar="FILE", type=Path, help="an index file made by `raglab index`"
         )
         store_options(sub)
+        sub.add_argument(
+            "--qdrant-keyword",
+            choices=("exact", "server"),  # raglab.qdrant_search.KEYWORD_MODES (qdrant is optional)
+            default=None,
+            help="a Qdrant index's keyword ranking: exact (BM25 fitted here, the default) or "
+            "server (sparse vectors ranked in Qdrant: faster cold, scores not identical)",
+        )
         sub.add_argument("--k", type=positive_int, default=5, help=f"{k_help} (default 5)")
         sub.add_argument(
             "--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)"
@@ -372,12 +379,16 @@ def open_index(args: argparse.Namespace):
     from raglab.pipeline import DEFAULT_EMBEDDER, Index
 
     where = store_of(args)
+    if args.qdrant_keyword is not None and where["backend"] != "qdrant":
+        raise ValueError("--qdrant-keyword applies to a Qdrant --index (--store qdrant)")
     if args.index is not None:
         if args.embedder is not None:
             raise ValueError(
                 "--embedder applies to --docs; an index file uses the embedder it was built with"
             )
         index = Index.open(args.index, **where)
+        if args.qdrant_keyword is not None:
+            index.store.keyword = args.qdrant_keyword
         check_chunker(args, index.store.meta["chunker"])
         return index
     embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)

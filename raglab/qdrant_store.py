@@ -8,12 +8,18 @@ and replication.
 
 Access is a payload filter inside the query, never a pass over the results: Qdrant only
 scores points of the principal's tenant whose groups are empty or shared with the
-principal (`raglab.access`'s rule), on keyword-indexed payload fields.
+principal (`raglab.access`'s rule), on keyword-indexed payload fields:
+`readable_filter(principal)` is that filter.
 
 Same hits as the other stores, ties included: Qdrant picks the candidates (a few more
 than k, and more while the last still ties with the k-th); they are put in store order
 (document id, then chunk index) and scored by `raglab.vectors.top_k`, as every store
 scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
+
+Keyword search: each chunk also holds a BM25 sparse vector. By default (`keyword="exact"`)
+`raglab.retrieval` still fits BM25 on the asker's readable chunks, for scores identical to
+the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.qdrant_search`, which
+says why that is not the default).
 
 Qdrant has no transactions, so a transaction holds its writes back and applies them at
 its end. Subtle: the settings point first lists every document about to change (the
@@ -25,8 +31,7 @@ and the next `raglab index` re-adds them.
 from __future__ import annotations
 
 import uuid
-import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,17 +42,29 @@ import numpy as np
 from raglab._qdrant_points import (
     META_ID,
     connect,
-    field_in,
+    create_chunk_collection,
+    delete_documents,
+    dense,
     field_is,
     from_payload,
     meta_point,
     point,
-    point_id,
     qdrant,
-    readable_by,
+    readable_filter,
+    scroll,
     store_order,
+    upsert,
 )
 from raglab.access import AccessIndex
+from raglab.qdrant_search import (
+    KEYWORD_MODES,
+    SPARSE_FIELDS,
+    chunk_points,
+    dense_candidates,
+    hybrid_hits,
+    keyword_hits,
+    rewrite_stale,
+)
 from raglab.records import Chunk, Hit, Principal
 from raglab.stores import (
     META_KEYS,
@@ -65,21 +82,9 @@ from raglab.validation import check_int
 from raglab.vectors import normalise, top_k
 
 FORMAT = "raglab-index"
-SCHEMA_VERSION = 1
-"""Bumped whenever the payloads change; an index of another version is refused."""
-
-BATCH = 256
-"""Points per request: bounds the size of one upload or one page of a scroll."""
-
-TIE_ROOM = 8
-"""Candidates fetched beyond k, so that chunks tied with the k-th usually come in one query."""
-
-SCORE_SLACK = 1e-4
-"""How far Qdrant's own float32 score may sit from ours: the candidates keep every point
-within this of the k-th score, so rounding in Qdrant cannot drop a chunk we would keep."""
-
-KEYWORD_FIELDS = ("tenant", "groups", "doc_id")
-"""Payload fields the queries filter on; each gets a keyword index."""
+SCHEMA_VERSION = 2
+"""Bumped whenever the points change (2: each chunk has a BM25 sparse vector); an index of
+another version is refused."""
 
 
 @dataclass
@@ -102,10 +107,16 @@ class QdrantStore:
     is open in one store at a time: `close()` it before opening it again.
     """
 
-    def __init__(self, client: Any, name: str, where: str, *, exact: bool = False) -> None:
+    def __init__(
+        self, client: Any, name: str, where: str, *, exact: bool = False, keyword: str = "exact"
+    ) -> None:
         """Use `create`, `open` or `writing`; this wraps an already checked client."""
+        if keyword not in KEYWORD_MODES:
+            choices = ", ".join(KEYWORD_MODES)
+            raise ValueError(f"unknown keyword mode {keyword!r}; choose from: {choices}")
         self.path = where  # how messages name the index (check_embedder reads it too)
         self.exact = exact
+        self.keyword = keyword
         self._client = client
         self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
         self._pending: _Pending | None = None
@@ -129,10 +140,21 @@ class QdrantStore:
         return store
 
     @classmethod
-    def open(cls, path: str | Path, *, url: str | None = None, exact: bool = False) -> Self:
-        """An existing index; `StoreError` if it is missing or not a raglab index."""
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        url: str | None = None,
+        exact: bool = False,
+        keyword: str = "exact",
+    ) -> Self:
+        """An existing index; `StoreError` if it is missing or not a raglab index.
+
+        `keyword="server"` ranks by keyword in Qdrant (`keyword_search`; see
+        `raglab.qdrant_search`); "exact", the default, leaves BM25 to `raglab.retrieval`.
+        """
         client, name, where = connect(path, url, must_exist=True)
-        store = cls(client, name, where, exact=exact)
+        store = cls(client, name, where, exact=exact, keyword=keyword)
         try:
             if not client.collection_exists(store._records_name):
                 raise StoreError(f"{where} is not a raglab index (no {name!r} collections)")
@@ -194,14 +216,15 @@ class QdrantStore:
     def __len__(self) -> int:
         if not self._client.collection_exists(self._chunks_name):
             return 0
-        every = readable_by(None, self._read_meta()["journal"])
+        every = readable_filter(None, self._read_meta()["journal"])
         return self._client.count(self._chunks_name, count_filter=every, exact=True).count
 
     def documents(self) -> dict[str, DocRecord]:
         journal = set(self._read_meta()["journal"])
         kind = qdrant().models.Filter(must=[field_is("kind", "document")])
         records = [
-            from_payload(DocRecord, p.payload) for p in self._scroll(self._records_name, kind)
+            from_payload(DocRecord, p.payload)
+            for p in scroll(self._client, self._records_name, kind)
         ]
         return {r.id: r for r in sorted(records, key=lambda r: r.id) if r.id not in journal}
 
@@ -227,16 +250,48 @@ class QdrantStore:
         meta = self._read_meta()
         if not self._client.collection_exists(self._chunks_name):
             return np.zeros((0, self.dim or 0), dtype=np.float32)
-        points = self._scroll(self._chunks_name, readable_by(None, meta["journal"]), vectors=True)
+        every = readable_filter(None, meta["journal"])
+        points = scroll(self._client, self._chunks_name, every, vectors=[""])
         points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
-        matrix = np.array([p.vector for p in points], dtype=np.float32).reshape(len(points), -1)
+        matrix = np.array([dense(p.vector) for p in points], dtype=np.float32).reshape(
+            len(points), -1
+        )
         matrix.flags.writeable = False
         return matrix
+
+    @property
+    def keyword_search(self) -> Callable[..., list[Hit]] | None:
+        """BM25 in the server when opened with `keyword="server"`, else None: then
+        `raglab.retrieval` fits BM25 itself on the asker's readable chunks (exact)."""
+        return self._keyword_search if self.keyword == "server" else None
+
+    def _keyword_search(
+        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+    ) -> list[Hit]:
+        """The top-k chunks by BM25 in Qdrant, among those `principal` may read."""
+        k = check_int("k", k, minimum=1)
+        readable = readable_filter(principal, self._read_meta()["journal"])
+        return keyword_hits(self._client, self._chunks_name, question, readable, k, min_score)
+
+    def hybrid_search(
+        self, query: np.ndarray, question: str, principal: Principal, k: int
+    ) -> list[Hit]:
+        """The top-k chunks by dense and BM25 rankings fused with RRF in one Qdrant query,
+        among the chunks `principal` may read, less the documents hidden from them."""
+        from raglab.versions import hidden_doc_ids  # it imports the stores
+
+        k = check_int("k", k, minimum=1)
+        meta = self._read_meta()
+        q = normalise(_checked_query(query, meta["dim"]))
+        readable = readable_filter(principal, meta["journal"])
+        shown = readable_filter(principal, [*meta["journal"], *hidden_doc_ids(self, principal)])
+        where = {"readable": readable, "shown": shown, "exact": self.exact}
+        return hybrid_hits(self._client, self._chunks_name, q, question, k, **where)
 
     def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
         if not self._client.collection_exists(self._chunks_name):
             return [], AccessIndex([])
-        points = self._scroll(self._chunks_name, readable_by(None, meta["journal"]))
+        points = scroll(self._client, self._chunks_name, readable_filter(None, meta["journal"]))
         chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
         return chunks, AccessIndex(chunks)
 
@@ -249,36 +304,21 @@ class QdrantStore:
         q = _checked_query(query, meta["dim"])
         if not self._client.collection_exists(self._chunks_name):
             return []
-        points = self._candidates(normalise(q), readable_by(principal, meta["journal"]), k)
+        readable = readable_filter(principal, meta["journal"])
+        points = dense_candidates(
+            self._client, self._chunks_name, normalise(q), readable, k, self.exact
+        )
         if not points:
             return []
         # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
         pairs = sorted(
-            ((from_payload(Chunk, p.payload), p.vector) for p in points),
+            ((from_payload(Chunk, p.payload), dense(p.vector)) for p in points),
             key=lambda c: store_order(c[0]),
         )
         rows = np.array([vector for _, vector in pairs], dtype=np.float32)
         positions, scores = top_k(q, rows, k, normalised=True)  # as `raglab.stores` scores
         hits = [Hit(pairs[p][0], float(s)) for p, s in zip(positions, scores)]
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
-
-    def _candidates(self, q: np.ndarray, readable: Any, k: int) -> list[Any]:
-        """The best points by Qdrant's score: at least k, and every one tied with the k-th."""
-        models = qdrant().models
-        limit = k + TIE_ROOM
-        while True:
-            points = self._client.query_points(
-                self._chunks_name,
-                query=q.tolist(),
-                query_filter=readable,  # access decided inside the query, before scoring
-                limit=limit,
-                with_payload=True,
-                with_vectors=True,
-                search_params=models.SearchParams(exact=self.exact),
-            ).points
-            if len(points) < limit or points[-1].score < points[k - 1].score - SCORE_SLACK:
-                return points
-            limit *= 2  # the last candidate may still tie with the k-th: look further
 
     # -- writing
 
@@ -340,21 +380,23 @@ class QdrantStore:
         if touched:
             self._write_meta({**settings, "journal": sorted(touched)})
         gone = sorted(pending.deleted | journal)
-        for start in range(0, len(gone), BATCH):
-            self._delete_documents(gone[start : start + BATCH])
+        delete_documents(self._client, self._records_name, self._chunks_name, gone)
         docs = [pending.added[doc_id] for doc_id in sorted(pending.added)]
         if any(doc.chunks for doc in docs):
-            self._ensure_chunk_collection(pending.dim)
-            self._upsert(
-                self._chunks_name,
-                [
-                    point("chunk", chunk, vector)
-                    for doc in docs
-                    for chunk, vector in zip(doc.chunks, doc.vectors)
-                ],
-            )
+            create_chunk_collection(self._client, self._chunks_name, pending.dim)
+        if self._client.collection_exists(self._chunks_name):
+            self._write_chunks(docs)
         self._upsert(self._records_name, [point("document", doc.record) for doc in docs])
         self._write_meta({**settings, "journal": []})
+
+    def _write_chunks(self, docs: list[_StoredDocument]) -> None:
+        """Upsert the chunks of `docs`, then rewrite the sparse vectors of the chunks kept
+        whose tenant's avgdl moved (`raglab.qdrant_search`)."""
+        kept = scroll(self._client, self._chunks_name, None, payload=list(SPARSE_FIELDS))
+        added = [(c, v) for doc in docs for c, v in zip(doc.chunks, doc.vectors)]
+        points, avgdl = chunk_points(added, kept)
+        self._upsert(self._chunks_name, points)
+        rewrite_stale(self._client, self._chunks_name, kept, avgdl)
 
     # -- internals
 
@@ -382,21 +424,6 @@ class QdrantStore:
         payload["generation"] = uuid.uuid4().hex  # new with every write: cached reads expire
         self._upsert(self._records_name, [meta_point(payload)])
 
-    def _ensure_chunk_collection(self, dim: int | None) -> None:
-        if self._client.collection_exists(self._chunks_name):
-            return
-        models = qdrant().models
-        # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
-        # otherwise re-normalise the vectors it stores (the bits would differ from ours).
-        config = models.VectorParams(size=dim, distance=models.Distance.DOT)
-        self._client.create_collection(self._chunks_name, vectors_config=config)
-        with warnings.catch_warnings():  # local mode warns that it scans without indexes
-            warnings.simplefilter("ignore", UserWarning)
-            for name in KEYWORD_FIELDS:
-                self._client.create_payload_index(
-                    self._chunks_name, name, field_schema=models.PayloadSchemaType.KEYWORD
-                )
-
     def _count_chunks(self, doc_id: str) -> int:
         """The chunks `doc_id` has in the index as committed (0 while it is journalled)."""
         meta = self._read_meta()
@@ -405,30 +432,5 @@ class QdrantStore:
         of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
         return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
 
-    def _delete_documents(self, doc_ids: list[str]) -> None:
-        models = qdrant().models
-        ids = [point_id("document", d) for d in doc_ids]
-        self._client.delete(self._records_name, points_selector=models.PointIdsList(points=ids))
-        if self._client.collection_exists(self._chunks_name):
-            of_docs = models.Filter(must=[field_in("doc_id", doc_ids)])
-            self._client.delete(
-                self._chunks_name, points_selector=models.FilterSelector(filter=of_docs)
-            )
-
     def _upsert(self, collection: str, points: list[Any]) -> None:
-        for start in range(0, len(points), BATCH):
-            self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
-
-    def _scroll(self, collection: str, scroll_filter: Any, *, vectors: bool = False) -> list[Any]:
-        points, offset = [], None
-        while True:
-            page, offset = self._client.scroll(
-                collection,
-                scroll_filter=scroll_filter,
-                limit=BATCH * 4,
-                offset=offset,
-                with_vectors=vectors,
-            )
-            points.extend(page)
-            if offset is None:
-                return points
+        upsert(self._client, collection, points)
