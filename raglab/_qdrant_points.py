@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from raglab.abstention import chunk_stems
 from raglab.records import Chunk, Principal
 from raglab.stores import DocRecord, StoreError
 
@@ -24,8 +25,10 @@ INSTALL_HINT = "pip install raglab[qdrant]"
 BATCH = 256
 """Points per request: bounds the size of one upload or one page of a scroll."""
 
-KEYWORD_FIELDS = ("tenant", "groups", "doc_id")
-"""Payload fields the queries filter on; each gets a keyword index."""
+KEYWORD_FIELDS = ("tenant", "groups", "doc_id", "stems")
+"""Payload fields the queries filter on; each gets a keyword index. `stems`: the content
+stems of the chunk's title, heading and text, which the answerer looks up
+(`QdrantStore.known_stems`)."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long opening a local folder waits for another process to let go of it (local mode
@@ -70,10 +73,12 @@ def point(kind: str, item: DocRecord) -> Any:
 
 def chunk_point(chunk: Chunk, vector: np.ndarray, sparse: Any, avgdl: float, length: int) -> Any:
     """A chunk as a Qdrant point: its unit vector (unnamed), its BM25 sparse vector (named
-    `SPARSE_NAME`), its length in tokens and the avgdl its sparse vector was written with."""
+    `SPARSE_NAME`), its length in tokens, the avgdl its sparse vector was written with,
+    and its content stems."""
     payload = {**dataclasses.asdict(chunk), "groups": list(chunk.groups)}
     vectors = {"": vector.tolist(), SPARSE_NAME: sparse}
-    extra = {"kind": "chunk", "length": length, "avgdl": avgdl}
+    stems = sorted(chunk_stems(chunk))
+    extra = {"kind": "chunk", "length": length, "avgdl": avgdl, "stems": stems}
     return qdrant().models.PointStruct(
         id=point_id("chunk", chunk.id), vector=vectors, payload={**payload, **extra}
     )

@@ -82,9 +82,9 @@ from raglab.validation import check_int
 from raglab.vectors import normalise, top_k
 
 FORMAT = "raglab-index"
-SCHEMA_VERSION = 2
-"""Bumped whenever the points change (2: each chunk has a BM25 sparse vector); an index of
-another version is refused."""
+SCHEMA_VERSION = 3
+"""Bumped whenever the points change (2: each chunk has a BM25 sparse vector; 3: and its
+content stems); an index of another version is refused."""
 
 
 @dataclass
@@ -264,6 +264,30 @@ class QdrantStore:
         """BM25 in the server when opened with `keyword="server"`, else None: then
         `raglab.retrieval` fits BM25 itself on the asker's readable chunks (exact)."""
         return self._keyword_search if self.keyword == "server" else None
+
+    @property
+    def known_stems(self) -> Callable[[Principal, Iterable[str]], frozenset[str]] | None:
+        """With `keyword="server"`, the answerer's vocabulary lookup (`_known_stems`), so a
+        cold ask reads no chunk beyond its hits; else None: the answerer then collects the
+        words of `chunks(principal)`, which exact BM25 has read already."""
+        return self._known_stems if self.keyword == "server" else None
+
+    def _known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        """Those of the content `stems` that a chunk `principal` may read uses: one count a
+        stem, the access filter inside it (`raglab.abstention.vocabulary`, in the server)."""
+        models = qdrant().models
+        if not self._client.collection_exists(self._chunks_name):
+            return frozenset()
+        readable = readable_filter(principal, self._read_meta()["journal"])
+        return frozenset(
+            stem
+            for stem in sorted(set(stems))
+            if self._client.count(
+                self._chunks_name,
+                count_filter=models.Filter(must=[readable, field_is("stems", stem)]),
+                exact=True,
+            ).count
+        )
 
     def _keyword_search(
         self, question: str, principal: Principal, k: int, *, min_score: float = 0.0

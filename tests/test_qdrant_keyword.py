@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from raglab import Index, Principal, StoreError, ask, embedder, sync
+from raglab.abstention import vocabulary
 from raglab.bm25 import BM25
 from raglab.chunking import Chunker
 from raglab.cli import main
 from raglab.evaluation import load_questions
+from raglab.evidence import content_stems
 from raglab.loaders import load_folder
 from raglab.records import Chunk
 from raglab.retrieval import reciprocal_rank_fusion
@@ -176,6 +178,39 @@ def test_sparse_vectors_follow_the_tenants_avgdl_through_adds_and_deletes(tmp_pa
     store.close()
 
 
+def test_server_mode_knows_exactly_the_words_the_asker_may_read(tmp_path):
+    """The answerer's vocabulary, counted in the server with the access filter inside."""
+    store = store_with(tmp_path, "q", MINE + THEIRS)
+    asked = content_stems("refund laptop kitchen holiday printer online thirty unknown")
+    hana = Principal("hana", "acme", {"hr"})
+    for principal in (ANN, hana, Principal("gil", "globex")):
+        expected = vocabulary(store.chunks(principal)) & asked
+        assert store.known_stems(principal, asked) == expected, principal
+    assert "kitchen" in store.known_stems(ANN, asked)
+    store.delete_document("c.md")  # the only chunk with "kitchen" and "printer"
+    assert store.known_stems(ANN, asked) == vocabulary(store.chunks(ANN)) & asked
+    assert "kitchen" not in store.known_stems(ANN, asked)
+    store.keyword = "exact"
+    assert store.known_stems is None  # exact BM25 reads the chunks anyway: words from them
+    store.close()
+
+
+def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch):
+    from raglab.qdrant_store import QdrantStore
+
+    Index.from_folder(sample_corpus(), path=tmp_path / "q", backend="qdrant").store.close()
+    index = Index.open(tmp_path / "q", backend="qdrant")
+    index.store.keyword = "server"
+
+    def read_everything(self, *args, **kwargs):
+        raise AssertionError("the ask read every chunk the asker may read")
+
+    monkeypatch.setattr(QdrantStore, "chunks", read_everything)
+    answer = ask("What does error E-204 mean?", index, Principal("cli", "globex"))
+    assert answer.citations and not answer.abstained
+    index.store.close()
+
+
 def test_exact_mode_leaves_bm25_to_the_retriever(tmp_path):
     store = store_with(tmp_path, "q", MINE)
     store.keyword = "exact"
@@ -193,7 +228,7 @@ def test_an_index_of_the_previous_schema_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(qdrant_store, "SCHEMA_VERSION", 1)
     qdrant_store.QdrantStore.create(tmp_path / "q", dim=DIM).close()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match="schema version 1; this raglab reads 2: rebuild"):
+    with pytest.raises(StoreError, match="schema version 1; this raglab reads 3: rebuild"):
         qdrant_store.QdrantStore.open(tmp_path / "q")
 
 
