@@ -152,7 +152,8 @@ def default_fusion(embedder_name: str) -> Fusion:
       sample questions' held-out half: hashing falls from RRF's 0.945 to BM25's 0.839 (its
       dense half alone: 0.890); LSA rises, from 0.814 to 0.839.
     - any other embedder (MiniLM, a neural model you plug in): plain RRF, which beat both
-      of its halves on the benchmark and on the sample questions.
+      of its halves on the benchmark (0.689 against BM25's 0.665 and dense's 0.650) and on
+      the sample questions (held out: 0.960 against 0.839 and 0.933).
     Your own labelled questions decide better than any default: `fusion_curve`, `choose`.
 
     >>> default_fusion("hashing") == KEYWORD_LED, default_fusion("minilm") == Fusion()
