@@ -23,6 +23,7 @@ from raglab.diversity import Diversity
 from raglab.embedders import Embedder
 from raglab.embedders import embedder as make_embedder
 from raglab.extractive import ExtractiveGenerator
+from raglab.fusion import default_fusion
 from raglab.generation import Generator, is_abstention
 from raglab.indexing import check_embedder, sync
 from raglab.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
@@ -150,12 +151,14 @@ class Index:
     ) -> Retriever:
         """The retriever for `method`, built once and reused (it caches what it fits).
 
-        Hybrid search reranks with the shipped reranker for the embedder when its held-out
-        figures enabled it (`raglab.rerank.default_reranker`).
+        Hybrid search fuses as the embedder's default says (`raglab.fusion.default_fusion`)
+        and reranks with the shipped reranker for the embedder when its held-out figures
+        enabled it (`raglab.rerank.default_reranker`).
         """
         key = (method, min_score)
         if key not in self._retrievers:
-            reranker = default_reranker(self.embedder.name) if method == "hybrid" else None
+            hybrid = method == "hybrid"
+            reranker = default_reranker(self.embedder.name) if hybrid else None
             self._retrievers[key] = Retriever(
                 self.store,
                 self.embedder,
@@ -163,6 +166,7 @@ class Index:
                 min_score,
                 bm25s=self._bm25s,
                 fits=self._fits,
+                fusion=default_fusion(self.embedder.name) if hybrid else None,
                 reranker=reranker,
             )
         return self._retrievers[key]

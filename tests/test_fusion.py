@@ -113,11 +113,11 @@ def test_the_retriever_fuses_with_the_fusion_it_is_given(sample):
 
 def test_fused_search_on_stored_rankings_is_the_retrievers_own_search(sample):
     index, questions, rankings = sample
-    search = fused_search(rankings, Fusion())
-    retriever = index.retriever("hybrid")
-    for q in questions[:10]:
-        principal = Principal(f"eval:{q.id}", q.tenant, frozenset(q.groups))
-        assert search(q, 5) == retriever.search(q.question, principal, 5)
+    for fusion in (Fusion(), Fusion("minmax", 0.3)):
+        search = fused_search(rankings, fusion)
+        retriever = Retriever(index.store, index.embedder, "hybrid", fusion=fusion)
+        for q in questions[:10]:
+            assert search(q, 5) == retriever.search(q.question, q.asker, 5)
 
 
 def test_a_curve_has_one_point_per_weight_and_its_ends_are_the_single_rankers(sample):
