@@ -23,7 +23,7 @@ from raglab.diversity import Diversity
 from raglab.embedders import Embedder
 from raglab.embedders import embedder as make_embedder
 from raglab.extractive import ExtractiveGenerator
-from raglab.fusion import default_fusion
+from raglab.fusion import Fusion, default_fusion
 from raglab.generation import Generator, is_abstention
 from raglab.indexing import check_embedder, sync
 from raglab.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
@@ -69,6 +69,7 @@ class Index:
     report: SyncReport | None = None
     load_errors: tuple[DocumentError, ...] = ()
     warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful (`LoadResult`)
+    fusion: Fusion | None = None  # hybrid search's fusion; None: the embedder's default
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -86,6 +87,7 @@ class Index:
         backend: str = "sqlite",
         qdrant_url: str | None = None,
         limits: Limits | None = None,
+        fusion: Fusion | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
@@ -96,6 +98,7 @@ class Index:
         `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
         (`Limits`: file size and count, chunks per document, what to do with secrets);
         files loaded with a secret cut out, or with a doubtful `supersedes`, in `warnings`.
+        `fusion`: how hybrid search fuses its two rankings (default: `default_fusion`).
         """
         limits = limits or Limits()
         loaded = load_folder(
@@ -112,7 +115,7 @@ class Index:
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
                 report = sync(store, documents, chunker=chunker, embedder=embedder)
-        return cls(store, report.embedder, report, errors, loaded.warnings)
+        return cls(store, report.embedder, report, errors, loaded.warnings, fusion)
 
     @classmethod
     def open(
@@ -151,8 +154,8 @@ class Index:
     ) -> Retriever:
         """The retriever for `method`, built once and reused (it caches what it fits).
 
-        Hybrid search fuses as the embedder's default says (`raglab.fusion.default_fusion`)
-        and reranks with the shipped reranker for the embedder when its held-out figures
+        Hybrid search fuses by the index's `fusion`, or as the embedder's default says
+        (`raglab.fusion.default_fusion`), and reranks with the shipped reranker for the embedder when its held-out figures
         enabled it (`raglab.rerank.default_reranker`).
         """
         key = (method, min_score)
@@ -166,7 +169,7 @@ class Index:
                 min_score,
                 bm25s=self._bm25s,
                 fits=self._fits,
-                fusion=default_fusion(self.embedder.name) if hybrid else None,
+                fusion=(self.fusion or default_fusion(self.embedder.name)) if hybrid else None,
                 reranker=reranker,
             )
         return self._retrievers[key]
