@@ -67,7 +67,10 @@ def test_a_neural_embedders_index_fuses_scores_with_equal_weights():
 def test_an_index_can_be_given_its_fusion():
     index = Index.from_folder(sample_corpus(), embedder="hashing", fusion=Fusion())
     assert index.retriever("hybrid").fusion == Fusion() != default_fusion("hashing")
-    question, asker = "How many vacation days do I get?", load_questions(sample_questions())[0].asker
+    question, asker = (
+        "How many vacation days do I get?",
+        load_questions(sample_questions())[0].asker,
+    )
     by_rrf = index.search(question, asker, k=3)
     default = Index(index.store, index.embedder).search(question, asker, k=3)
     assert by_rrf != default  # the same store, fused two ways

@@ -26,7 +26,8 @@ NOT_ON_THE_QUERY_PATH = (
     "raglab.credentials",  # scanning files being loaded
     "raglab.embedding_cache",
     "raglab.evaluation",  # the question-set runner
-    "raglab.fusion",  # tuning the fusion weight
+    "raglab.metrics",  # and its metrics
+    "raglab.questions",  # and the question set
     "raglab.minilm",  # the neural embedder
     "raglab.minilm_network",
     "raglab.openai_http",  # a remote generator
