@@ -52,8 +52,10 @@ class Stems:
             "ON CONFLICT (stem, part) DO UPDATE SET chunks = chunks + excluded.chunks",
             changes,
         )
-        if any(n < 0 for _, _, n in changes):
-            self._con.execute("DELETE FROM stems WHERE chunks <= 0")
+        lowered = [(stem, part) for stem, part, n in changes if n < 0]  # only these can reach 0
+        self._con.executemany(
+            "DELETE FROM stems WHERE stem = ? AND part = ? AND chunks <= 0", lowered
+        )
         self.discard()
 
     def discard(self) -> None:
