@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -119,21 +119,22 @@ def _vocabulary(chunks: tuple[Chunk, ...]) -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class KnownStems:
-    """An asker's `vocabulary` that is never read whole: `stem in known` asks `lookup`,
+    """An asker's `vocabulary` that is never read whole: `stems & known` asks `lookup` once,
     which returns those of the stems it is given that the asker's documents use.
 
     An index file answers the lookup from its stored stems (`SQLiteStore.known_stems`),
     so a cold `raglab ask` reads the question's few stems instead of every chunk.
 
     >>> known = KnownStems(lambda stems: frozenset(stems) & {"day", "leav"})
-    >>> "day" in known, "gym" in known
-    (True, False)
+    >>> sorted(frozenset({"day", "gym"}) & known)
+    ['day']
     """
 
     lookup: Callable[[Iterable[str]], frozenset[str]]
 
-    def __contains__(self, stem: object) -> bool:
-        return isinstance(stem, str) and stem in self.lookup((stem,))
+    # `stems & known`: a frozenset cannot intersect this object, so Python asks it instead.
+    def __rand__(self, stems: frozenset[str]) -> frozenset[str]:
+        return self.lookup(stems)
 
 
 def together(question: str, chosen: Sequence[Evidence]) -> float:
@@ -156,7 +157,7 @@ def answer_features(
     question: str,
     ranked: Sequence[Evidence],
     embedder: Embedder | None = None,
-    known_words: Container[str] | None = None,
+    known_words: frozenset[str] | KnownStems | None = None,
     chosen: Sequence[Evidence] | None = None,
 ) -> AnswerFeatures:
     """The features of `ranked` (evidence scored with `embedder`, best first) for `question`.
@@ -186,7 +187,7 @@ def answer_features(
         gap=ranked[0].score - (ranked[1].score if len(ranked) > 1 else 0.0),
         coverage=len(wanted & seen) / len(wanted) if wanted else 0.0,
         weakest_term=weakest_term(question, ranked[0], embedder),
-        known=sum(stem in known for stem in wanted) / len(wanted) if wanted else 0.0,
+        known=len(wanted & known) / len(wanted) if wanted else 0.0,
         together=together(question, ranked[:1] if chosen is None else chosen),
     )
 

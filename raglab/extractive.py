@@ -17,10 +17,17 @@ Four steps, one module each:
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from raglab.abstention import AbstentionRule, AnswerFeatures, answer_features, load_rule, profile_of
+from raglab.abstention import (
+    AbstentionRule,
+    AnswerFeatures,
+    KnownStems,
+    answer_features,
+    load_rule,
+    profile_of,
+)
 from raglab.embedders import Embedder
 from raglab.evidence import Evidence, content_stems, score_evidence, stem
 from raglab.prompting import ABSTENTION, Prompt
@@ -146,7 +153,7 @@ class ExtractiveGenerator:
     min_support: float = 0.0
     embedder: Embedder | None = field(default=None, kw_only=True, repr=False)
     rule: AbstentionRule | None = field(default=None, kw_only=True)
-    known_words: Container[str] | None = field(default=None, kw_only=True, repr=False)
+    known_words: frozenset[str] | KnownStems | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         check_int("max_sentences", self.max_sentences, minimum=1)

@@ -10,7 +10,7 @@ boundary, so a learner can swap any one of them and see what changes.
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -225,7 +225,7 @@ def default_answerer(index: Index, principal: Principal, method: str) -> Extract
     )
 
 
-def known_words(index: Index, principal: Principal) -> Container[str]:
+def known_words(index: Index, principal: Principal) -> frozenset[str] | KnownStems:
     """The words of the documents `principal` may read. An index file keeps each access
     partition's words, so it is asked about the question's words alone (`KnownStems`);
     any other store's readable chunks are read and their words collected."""
