@@ -6,6 +6,7 @@ of a few repeats, and the scripts compare things measured in the same run (ratio
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import subprocess
@@ -59,6 +60,24 @@ def compiled(code: Path) -> Path:
     """
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "raglab")], check=True)
     return code
+
+
+def add_copies_option(parser: argparse.ArgumentParser) -> None:
+    """`--raglab NAME=DIR`: another copy of raglab (an older commit) measured alongside."""
+    parser.add_argument(
+        "--raglab",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="another copy of raglab to measure alongside this one (repeatable)",
+    )
+
+
+def copies(args: argparse.Namespace, current: Path) -> dict[str, Path]:
+    """Version name -> the folder holding its raglab: "current", then each `--raglab`."""
+    return {"current": current} | {
+        name: Path(folder) for name, folder in (spec.split("=", 1) for spec in args.raglab)
+    }
 
 
 def print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -36,7 +36,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _util import compiled, run_measured
+from _util import add_copies_option, compiled, copies, run_measured
 
 ROOT = Path(__file__).resolve().parent.parent
 TENANTS = ("acme", "globex", "initech", "umbrella")
@@ -242,13 +242,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000, 200000])
     parser.add_argument("--repeat", type=int, default=5, help="cold asks per version (best of)")
-    parser.add_argument(
-        "--raglab",
-        action="append",
-        default=[],
-        metavar="NAME=DIR",
-        help="another copy of raglab to measure alongside this one (repeatable)",
-    )
+    add_copies_option(parser)
     parser.add_argument(
         "--build-only", action="store_true", help="generate and index only; measure nothing"
     )
@@ -261,9 +255,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/raglab-scale"))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/scale.json")
     args = parser.parse_args()
-    versions = {"current": ROOT} | {
-        name: Path(folder) for name, folder in (spec.split("=", 1) for spec in args.raglab)
-    }
+    versions = copies(args, ROOT)
     versions = {name: compiled(code) for name, code in versions.items()}
     args.work.mkdir(parents=True, exist_ok=True)
     load = [round(x, 2) for x in os.getloadavg()]

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _util import compiled, print_table, run_measured
+from _util import add_copies_option, compiled, copies, print_table, run_measured
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus"
@@ -44,18 +44,10 @@ def cases(index: Path, *, lsa: bool) -> dict[str, tuple[str, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="fresh processes per case (best of)")
-    parser.add_argument(
-        "--raglab",
-        action="append",
-        default=[],
-        metavar="NAME=DIR",
-        help="another copy of raglab to measure alongside this one (repeatable)",
-    )
+    add_copies_option(parser)
     parser.add_argument("--lsa", action="store_true", help="also a cold ask with the LSA embedder")
     args = parser.parse_args()
-    versions = {"current": ROOT} | {
-        name: Path(folder) for name, folder in (spec.split("=", 1) for spec in args.raglab)
-    }
+    versions = copies(args, ROOT)
     with tempfile.TemporaryDirectory() as work:
         runs = {(name, "-"): (arguments, ROOT) for name, arguments in FLOORS.items()}
         for version, code in versions.items():
