@@ -16,14 +16,14 @@ Per embedder, the rows are:
 
 - bm25, dense: one ranker alone;
 - rrf: plain reciprocal rank fusion (both votes equal); rrf w=…, minmax w=…: weighted
-  fusion, `w` the dense side's share (`raglab.fusion`);
+  fusion, `w` the dense side's share (`raglab.retrieve.fusion`);
 - default: `Index.search` exactly as `raglab ask` / `raglab eval` run it (the default
   fusion for the embedder, and its reranker when the shipped one is enabled);
-- reranked: the shipped learned reranker for the embedder (`raglab.rerank`), enabled or
+- reranked: the shipped learned reranker for the embedder (`raglab.retrieve.rerank`), enabled or
   not, over the default fusion's top 30.
 
 Each row has nDCG@10 and recall@10 and, against BM25 alone, the paired bootstrap interval
-of the nDCG@10 difference (`raglab.bootstrap.paired_difference`). MiniLM embeds thousands
+of the nDCG@10 difference (`raglab.evaluation.bootstrap.paired_difference`). MiniLM embeds thousands
 of abstracts slowly on a laptop CPU: set RAGLAB_CACHE_DIR to reuse an embedding cache.
 """
 
@@ -40,16 +40,16 @@ from pathlib import Path
 
 from _util import print_table
 
-from raglab.bootstrap import paired_difference
-from raglab.chunking import Chunker
-from raglab.embedders import Embedder, embedder
-from raglab.embedding_cache import cached
+from raglab.embed.embedders import Embedder, embedder
+from raglab.embed.embedding_cache import cached
 from raglab.evaluation import EvalReport, Question, evaluate
-from raglab.fusion import Fusion, Rankings, collect_rankings, default_fusion, fused_search
-from raglab.indexing import is_fittable
+from raglab.evaluation.bootstrap import paired_difference
+from raglab.ingest.chunking import Chunker
 from raglab.pipeline import Index
 from raglab.records import Hit
-from raglab.rerank import load_reranker, reranked_search
+from raglab.retrieve.fusion import Fusion, Rankings, collect_rankings, default_fusion, fused_search
+from raglab.retrieve.rerank import load_reranker, reranked_search
+from raglab.store.indexing import is_fittable
 
 DEPTH = 480
 """Chunks kept per ranker and question: `evaluate` asks for 30 chunks (3 per document

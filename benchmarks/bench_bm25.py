@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import make_words, print_table
 
-from raglab.bm25 import BM25, tokenize
+from raglab.retrieve.bm25 import BM25, tokenize
 
 N_DOCS = 100_000
 N_QUERIES = 1_000

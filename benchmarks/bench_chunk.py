@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import best_time, make_words, print_table, zipf_weights
 
-from raglab.chunking import Chunker, chunk
+from raglab.ingest.chunking import Chunker, chunk
 from raglab.records import Document
 
 TARGET_MB = 20  # megabytes (millions of characters; the text is ASCII)

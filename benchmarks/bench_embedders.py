@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable
 
-from raglab.embedders import HashingEmbedder, LSAEmbedder
+from raglab.embed.embedders import HashingEmbedder, LSAEmbedder
 
 SUBJECTS = ["employees", "customers", "managers", "the support team", "contractors", "new starters"]
 VERBS = [
@@ -88,7 +88,7 @@ def main() -> None:
 
     def cold_hashing() -> None:
         # A new vocabulary every time: clear the per-word hash caches first.
-        from raglab import embedders
+        from raglab.embed import embedders
 
         for cached in (embedders._word_hash, embedders._bigram_hash, embedders._char_hashes):
             cached.cache_clear()

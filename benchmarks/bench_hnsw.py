@@ -17,7 +17,7 @@ exact and HNSW latencies are measured at each size.
 The machine is shared: every timing is the best of REPEATS rounds, and each round times
 every configuration, interleaved, so load hits them alike. The load average is recorded.
 
-The vectors are synthetic (`raglab.viz_scale.clustered_unit_vectors`: 1,000 topics of
+The vectors are synthetic (`raglab.workbook.viz_scale.clustered_unit_vectors`: 1,000 topics of
 uneven size, subtopics, a common direction; cosines shaped like MiniLM's on prose), and
 the queries are drawn like the documents. What that hides: real corpora hold near-
 duplicates (overlap windows, boilerplate) and have a lower intrinsic dimension, which
@@ -53,9 +53,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import print_table
 
-from raglab.vectors import UnitMatrix, top_k
-from raglab.viz_scale import clustered_unit_vectors
+from raglab.retrieve.vectors import UnitMatrix, top_k
 from raglab.workbook.checks.scale import reference_knn_recall as recall_at_k  # notebook 11's
+from raglab.workbook.viz_scale import clustered_unit_vectors
 
 VECTORS, DIM, K = 100_000, 384, 10
 QUERIES = 500  # for recall and HNSW timing
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "exact_queries": EXACT_QUERIES,
         "repeats": REPEATS,
         "threads": 1,
-        "data": "raglab.viz_scale.clustered_unit_vectors(seed=0): 1,000 topics, unit float32",
+        "data": "raglab.workbook.viz_scale.clustered_unit_vectors(seed=0): 1,000 topics, unit float32",
         "exact": "raglab.top_k over a UnitMatrix",
         "library": f"hnswlib {metadata.version('hnswlib')}, space='ip'",
         "numpy": np.__version__,

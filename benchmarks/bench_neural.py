@@ -61,7 +61,7 @@ def worker(threads: int) -> dict:
     """Timings at `threads` threads; run in a fresh process (see main)."""
     import numpy as np
 
-    from raglab.minilm import MiniLMEmbedder, find_model_dir
+    from raglab.embed.minilm import MiniLMEmbedder, find_model_dir
 
     embedder = MiniLMEmbedder()
     embedder.embed(["warm up"])  # load outside the timing

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import print_table
 
-from raglab.projection import fit_pca
-from raglab.vectors import normalise
+from raglab.retrieve.vectors import normalise
+from raglab.workbook.projection import fit_pca
 
 N, DIM = 5_000, 384
 REPEATS = 15

@@ -7,7 +7,7 @@ fully equal: every retrieved hit and its score too). The systems:
 - sqlite: the reference;
 - qdrant-exact: the Qdrant store's default, BM25 fitted client-side (`keyword="exact"`);
 - qdrant-server: BM25 as sparse vectors ranked in Qdrant (`keyword="server"`), fused by
-  `raglab.retrieval` (what `raglab ask --qdrant-keyword server` runs);
+  `raglab.retrieve.retrieval` (what `raglab ask --qdrant-keyword server` runs);
 - qdrant-fused: `QdrantStore.hybrid_search`, dense and sparse fused by RRF in Qdrant.
 
 Speed: a generated corpus (`bench_scale.generate`, 2,000 documents), indexed once with
@@ -118,7 +118,7 @@ def said(answer) -> tuple:
 
 def collisions(index) -> dict:
     """Distinct words of the sample corpus and how many share a 32-bit term id."""
-    from raglab.qdrant_search import term_id
+    from raglab.store.qdrant_search import term_id
     from raglab.text import tokenize
 
     words = {w for chunk in index.store.chunks() for w in tokenize(chunk.text)}

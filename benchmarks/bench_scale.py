@@ -109,7 +109,7 @@ def index_size_mb(index: Path) -> float:
 
 def readable(index: Path, code: Path) -> bool:
     """Whether raglab from `code` opens `index` (not older, not an unfinished first build)."""
-    opens = "import sys; from raglab.sqlite_store import SQLiteStore; SQLiteStore.open(sys.argv[1])"
+    opens = "import sys; from raglab.store.sqlite_store import SQLiteStore; SQLiteStore.open(sys.argv[1])"
     done = subprocess.run(
         [sys.executable, "-c", opens, str(index)],
         env={**os.environ, "PYTHONPATH": str(code)},

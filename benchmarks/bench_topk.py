@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import print_table
 
-from raglab.vectors import UnitMatrix, select_top_k, top_k
+from raglab.retrieve.vectors import UnitMatrix, select_top_k, top_k
 
 try:  # imported here, so that the thread limits below reach its OpenMP and BLAS too
     import faiss

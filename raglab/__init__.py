@@ -20,7 +20,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 PUBLIC = {
-    "abstention": (
+    "generate.abstention": (
         "AbstentionRule",
         "AnswerFeatures",
         "CurvePoint",
@@ -29,16 +29,22 @@ PUBLIC = {
         "load_rule",
         "precision_abstention_curve",
     ),
-    "access": ("can_read", "eligible_rows"),
-    "bm25": ("BM25", "tokenize"),
-    "calibration": ("collect_examples", "split_questions"),
-    "chunking": ("Chunker", "chunk"),
-    "citations": ("CitationReport", "parse_citations", "verify_citations"),
-    "credentials": ("find_secrets", "redact"),
-    "diversity": ("Diversity", "dedup", "mmr"),
-    "embedders": ("Embedder", "HashingEmbedder", "LSAEmbedder", "available_embedders", "embedder"),
-    "embedding_cache": ("CachedEmbedder", "cached"),
-    "evaluation": (
+    "store.access": ("can_read", "eligible_rows"),
+    "retrieve.bm25": ("BM25", "tokenize"),
+    "generate.calibration": ("collect_examples", "split_questions"),
+    "ingest.chunking": ("Chunker", "chunk"),
+    "generate.citations": ("CitationReport", "parse_citations", "verify_citations"),
+    "ingest.credentials": ("find_secrets", "redact"),
+    "retrieve.diversity": ("Diversity", "dedup", "mmr"),
+    "embed.embedders": (
+        "Embedder",
+        "HashingEmbedder",
+        "LSAEmbedder",
+        "available_embedders",
+        "embedder",
+    ),
+    "embed.embedding_cache": ("CachedEmbedder", "cached"),
+    "evaluation.runner": (
         "EvalReport",
         "Question",
         "evaluate",
@@ -48,23 +54,29 @@ PUBLIC = {
         "ndcg_at_k",
         "recall_at_k",
     ),
-    "evidence": ("Evidence",),
-    "extractive": ("Decision", "ExtractiveGenerator"),
-    "generation": ("Generator", "is_abstention"),
-    "indexing": ("sync",),
-    "limits": ("within_chunk_limit",),
-    "loaders": ("CorpusError", "DocumentError", "load_file", "load_folder"),
-    "openai_http": ("GenerationError", "OpenAIChatGenerator"),
+    "generate.evidence": ("Evidence",),
+    "generate.extractive": ("Decision", "ExtractiveGenerator"),
+    "generate.generation": ("Generator", "is_abstention"),
+    "store.indexing": ("sync",),
+    "ingest.limits": ("within_chunk_limit",),
+    "ingest.loaders": ("CorpusError", "DocumentError", "load_file", "load_folder"),
+    "generate.openai_http": ("GenerationError", "OpenAIChatGenerator"),
     "pipeline": ("Index", "Limits", "ask"),
-    "prompting": ("ABSTENTION", "Prompt", "build_prompt"),
-    "query_expansion": ("LLMRewriter", "QueryExpansion", "feedback_terms"),
+    "generate.prompting": ("ABSTENTION", "Prompt", "build_prompt"),
+    "retrieve.query_expansion": ("LLMRewriter", "QueryExpansion", "feedback_terms"),
     "records": ("Answer", "Chunk", "Citation", "Document", "Hit", "Principal"),
-    "retrieval": ("METHODS", "Retriever", "reciprocal_rank_fusion"),
+    "retrieve.retrieval": ("METHODS", "Retriever", "reciprocal_rank_fusion"),
     "samples": ("sample_corpus", "sample_questions"),
-    "sqlite_store": ("SQLiteStore",),
-    "stores": ("DimensionMismatch", "EmbedderMismatch", "MemoryStore", "StoreError", "VectorStore"),
-    "vectors": ("cosine", "normalise", "top_k"),
-    "versions": ("hidden_documents", "supersession"),
+    "store.sqlite_store": ("SQLiteStore",),
+    "store.stores": (
+        "DimensionMismatch",
+        "EmbedderMismatch",
+        "MemoryStore",
+        "StoreError",
+        "VectorStore",
+    ),
+    "retrieve.vectors": ("cosine", "normalise", "top_k"),
+    "store.versions": ("hidden_documents", "supersession"),
 }
 """The public API: each module of the engine and the names it gives `raglab`."""
 
@@ -77,7 +89,7 @@ def __getattr__(name: str) -> Any:
     """`raglab.NAME`: the public name, from its module (imported now if it is not yet).
 
     subtle: the value is looked up on every use, never stored here. A workbook check swaps
-    a reference (`raglab.chunking.chunk`) for a stand-in while the learner's code runs; a
+    a reference (`raglab.ingest.chunking.chunk`) for a stand-in while the learner's code runs; a
     copy kept in this module would go on pointing at whichever one was there first.
     """
     if name not in _HOME:

@@ -75,9 +75,9 @@ def one_blas_thread_for_ask(argv: Sequence[str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from raglab.embedders import available_embedders
-    from raglab.prompting import ORDERS
-    from raglab.retrieval import METHODS
+    from raglab.embed.embedders import available_embedders
+    from raglab.generate.prompting import ORDERS
+    from raglab.retrieve.retrieval import METHODS
 
     parser = argparse.ArgumentParser(
         prog="raglab",
@@ -102,7 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         store_options(sub)
         sub.add_argument(
             "--qdrant-keyword",
-            choices=("exact", "server"),  # raglab.qdrant_search.KEYWORD_MODES (qdrant is optional)
+            choices=(
+                "exact",
+                "server",
+            ),  # raglab.store.qdrant_search.KEYWORD_MODES (qdrant is optional)
             default=None,
             help="a Qdrant index's keyword ranking: exact (BM25 fitted here, the default) or "
             "server (sparse vectors ranked in Qdrant: faster cold, scores not identical)",
@@ -238,7 +241,7 @@ def store_of(args: argparse.Namespace) -> dict:
 
 def chunker_options(sub: argparse.ArgumentParser) -> None:
     """--chunker, --chunk-size, --overlap; one left out takes the index's own, else the default."""
-    from raglab.chunking import CUTTERS, Chunker
+    from raglab.ingest.chunking import CUTTERS, Chunker
 
     default = Chunker()
     sub.add_argument(
@@ -265,7 +268,7 @@ def chunker_options(sub: argparse.ArgumentParser) -> None:
 
 def limit_options(sub: argparse.ArgumentParser) -> None:
     """What indexing a folder may read: file size and count, chunks per document, secrets."""
-    from raglab.loaders import SECRET_POLICIES
+    from raglab.ingest.loaders import SECRET_POLICIES
     from raglab.pipeline import Limits
 
     default = Limits()
@@ -306,7 +309,7 @@ def limits_of(args: argparse.Namespace):
 
 def selection_options(sub: argparse.ArgumentParser) -> None:
     """How chunks are chosen beyond the ranking: MMR, duplicates, query rewrites."""
-    from raglab.query_expansion import MODES
+    from raglab.retrieve.query_expansion import MODES
 
     sub.add_argument(
         "--mmr",
@@ -338,8 +341,8 @@ def selection_options(sub: argparse.ArgumentParser) -> None:
 
 def selection_of(args: argparse.Namespace) -> dict:
     """ask's and Index.search's `diversity` and `expansion`, from the options."""
-    from raglab.diversity import Diversity
-    from raglab.query_expansion import QueryExpansion, rewriter_from_env
+    from raglab.retrieve.diversity import Diversity
+    from raglab.retrieve.query_expansion import QueryExpansion, rewriter_from_env
 
     diversity = None
     if args.mmr is not None or args.dedup is not None:
@@ -400,7 +403,7 @@ def open_index(args: argparse.Namespace):
 
 def make_chunker(args: argparse.Namespace, recorded: dict | None = None):
     """The Chunker the options ask for; one left out takes `recorded`'s value, else the default."""
-    from raglab.chunking import Chunker
+    from raglab.ingest.chunking import Chunker
 
     given = {"kind": args.chunker, "size": args.chunk_size, "overlap": args.overlap}
     settings = {
@@ -436,7 +439,7 @@ def describe_chunker(params: dict | None) -> str:
 def recorded_chunker(args: argparse.Namespace) -> dict | None:
     """The chunker params an existing index records; None for a new (or unreadable) one."""
     from raglab.pipeline import store_class
-    from raglab.stores import StoreError
+    from raglab.store.stores import StoreError
 
     store, options = store_class(**store_of(args))
     if args.qdrant_url is None and not args.index.exists():
@@ -491,7 +494,7 @@ def make_generator(args: argparse.Namespace):
         return None
     if args.llm_model is None:
         raise ValueError("--llm-url needs --llm-model")
-    from raglab.openai_http import OpenAIChatGenerator
+    from raglab.generate.openai_http import OpenAIChatGenerator
 
     key = os.environ.get("RAGLAB_API_KEY")
     return OpenAIChatGenerator(args.llm_url, args.llm_model, key, timeout=args.llm_timeout)
@@ -580,7 +583,7 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from raglab.evaluation import evaluate, format_table, load_questions
+    from raglab.evaluation.runner import evaluate, format_table, load_questions
     from raglab.pipeline import ask
 
     load_questions(args.questions)  # a malformed file fails before the index is built

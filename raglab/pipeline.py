@@ -15,26 +15,26 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from raglab.abstention import KnownStems, vocabulary
-from raglab.bm25 import BM25
-from raglab.chunking import Chunker
-from raglab.citations import verify_citations
-from raglab.diversity import Diversity
-from raglab.embedders import Embedder
-from raglab.embedders import embedder as make_embedder
-from raglab.extractive import ExtractiveGenerator
-from raglab.fusion import Fusion, default_fusion
-from raglab.generation import Generator, is_abstention
-from raglab.indexing import check_embedder, sync
-from raglab.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
-from raglab.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
-from raglab.prompting import build_prompt
-from raglab.query_expansion import QueryExpansion
+from raglab.embed.embedders import Embedder
+from raglab.embed.embedders import embedder as make_embedder
+from raglab.generate.abstention import KnownStems, vocabulary
+from raglab.generate.citations import verify_citations
+from raglab.generate.extractive import ExtractiveGenerator
+from raglab.generate.generation import Generator, is_abstention
+from raglab.generate.prompting import build_prompt
+from raglab.ingest.chunking import Chunker
+from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
+from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
 from raglab.records import Answer, Hit, Principal
-from raglab.rerank import default_reranker
-from raglab.retrieval import FitCache, Retriever
-from raglab.sqlite_store import SQLiteStore
-from raglab.stores import MemoryStore, StoreError, SyncReport, VectorStore
+from raglab.retrieve.bm25 import BM25
+from raglab.retrieve.diversity import Diversity
+from raglab.retrieve.fusion import Fusion, default_fusion
+from raglab.retrieve.query_expansion import QueryExpansion
+from raglab.retrieve.rerank import default_reranker
+from raglab.retrieve.retrieval import FitCache, Retriever
+from raglab.store.indexing import check_embedder, sync
+from raglab.store.sqlite_store import SQLiteStore
+from raglab.store.stores import MemoryStore, StoreError, SyncReport, VectorStore
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
@@ -44,7 +44,7 @@ BACKENDS = ("sqlite", "qdrant")
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one indexing run may read: `raglab.loaders` and `raglab.limits` explain each."""
+    """What one indexing run may read: `raglab.ingest.loaders` and `raglab.ingest.limits` explain each."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     max_files: int = DEFAULT_MAX_FILES
@@ -60,7 +60,7 @@ class Index:
     """A searchable corpus: a store of chunk vectors and the embedder that made them.
 
     For a fittable embedder (LSA), `embedder` is the unfitted one: each tenant's vectors
-    and questions are embedded by its own fit (`raglab.indexing`), which the retrievers
+    and questions are embedded by its own fit (`raglab.store.indexing`), which the retrievers
     make (`Index.retriever(...).embedder_for(tenant)`) and share through the index's caches.
     """
 
@@ -155,8 +155,8 @@ class Index:
         """The retriever for `method`, built once and reused (it caches what it fits).
 
         Hybrid search fuses by the index's `fusion`, or as the embedder's default says
-        (`raglab.fusion.default_fusion`), and reranks with the shipped reranker for the embedder when its held-out figures
-        enabled it (`raglab.rerank.default_reranker`).
+        (`raglab.retrieve.fusion.default_fusion`), and reranks with the shipped reranker for the embedder when its held-out figures
+        enabled it (`raglab.retrieve.rerank.default_reranker`).
         """
         key = (method, min_score)
         if key not in self._retrievers:
@@ -187,7 +187,7 @@ class Index:
     ) -> list[Hit]:
         """The top-k chunks `principal` may read, ranked for `question` by `method`.
 
-        `diversity` and `expansion` are the retriever's options (`raglab.retrieval`)."""
+        `diversity` and `expansion` are the retriever's options (`raglab.retrieve.retrieval`)."""
         retriever = self.retriever(method, min_score=min_score)
         if diversity is not None or expansion is not None:  # the same caches, more options
             retriever = replace(retriever, diversity=diversity, expansion=expansion)
@@ -202,7 +202,7 @@ def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
         if qdrant_url is not None:
             raise ValueError("a Qdrant server URL needs the qdrant store, not sqlite")
         return SQLiteStore, {}
-    from raglab.qdrant_store import QdrantStore  # qdrant-client is optional: imported here
+    from raglab.store.qdrant_store import QdrantStore  # qdrant-client is optional: imported here
 
     return QdrantStore, {"url": qdrant_url}
 
@@ -218,7 +218,7 @@ def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder
 def default_answerer(index: Index, principal: Principal, method: str) -> ExtractiveGenerator:
     """The offline answerer `ask` uses for `principal`: it scores sentences with
     `answer_embedder` and knows the words of the documents the principal may read
-    (`raglab.abstention.vocabulary`), never anyone else's."""
+    (`raglab.generate.abstention.vocabulary`), never anyone else's."""
     return ExtractiveGenerator(
         embedder=answer_embedder(index, principal, method),
         known_words=known_words(index, principal),
@@ -251,7 +251,7 @@ def ask(
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
-    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieval`).
+    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieve.retrieval`).
     Without a `generator`, the offline `ExtractiveGenerator` answers, scoring sentences
     with the index's own embedder (`default_answerer`).
 

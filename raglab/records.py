@@ -19,9 +19,9 @@ class Document:
     """One source file, loaded and validated.
 
     `id` is the file's POSIX path relative to the corpus folder. `tenant` and `groups`
-    decide who may read it (see `raglab.access`); they come from front matter, never
+    decide who may read it (see `raglab.store.access`); they come from front matter, never
     from the text. `supersedes` names the ids of older documents this one replaces
-    (see `raglab.versions`).
+    (see `raglab.store.versions`).
     """
 
     id: str

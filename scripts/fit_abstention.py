@@ -1,11 +1,11 @@
-"""Fit the extractive answerer's abstention rules and write raglab/abstention_rules.json.
+"""Fit the extractive answerer's abstention rules and write raglab/generate/abstention_rules.json.
 
     PYTHONPATH=$PWD python scripts/fit_abstention.py            # every profile
     PYTHONPATH=$PWD python scripts/fit_abstention.py --profiles words hashing
 
 For each profile (an embedder, or "words" for an answerer without one) it indexes the
 sample corpus, asks every labelled question of data/questions.jsonl as `raglab.ask` does,
-fits a rule on one half of the questions (`raglab.calibration.split_questions`) and
+fits a rule on one half of the questions (`raglab.generate.calibration.split_questions`) and
 prints the figures on the other half, which the fit never saw, and on the whole set.
 Profiles not fitted in this run keep their stored rule. Deterministic: the same data
 gives the same file.
@@ -19,7 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from raglab.abstention import (
+from raglab.evaluation import load_questions
+from raglab.generate.abstention import (
     RULES_FILE,
     WORDS_PROFILE,
     AbstentionRule,
@@ -28,8 +29,7 @@ from raglab.abstention import (
     precision_abstention_curve,
     rule_as_dict,
 )
-from raglab.calibration import collect_examples, split_questions
-from raglab.evaluation import load_questions
+from raglab.generate.calibration import collect_examples, split_questions
 from raglab.pipeline import Index
 from raglab.samples import sample_corpus, sample_questions
 
@@ -66,7 +66,7 @@ def fit_profile(profile: str, questions: list) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", choices=PROFILES, default=list(PROFILES))
-    parser.add_argument("--out", type=Path, default=ROOT / "raglab" / RULES_FILE)
+    parser.add_argument("--out", type=Path, default=ROOT / "raglab" / "generate" / RULES_FILE)
     args = parser.parse_args(argv)
     questions = load_questions(sample_questions())
     stored = json.loads(args.out.read_text("utf-8")) if args.out.exists() else {"rules": {}}

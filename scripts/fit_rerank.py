@@ -1,11 +1,11 @@
-"""Fit the learned reranker and write raglab/rerank_weights.json.
+"""Fit the learned reranker and write raglab/retrieve/rerank_weights.json.
 
     PYTHONPATH=$PWD python scripts/fit_rerank.py                 # every profile
     PYTHONPATH=$PWD python scripts/fit_rerank.py --profiles hashing
 
 For each embedder it indexes the sample corpus, searches every labelled question of
 data/questions.jsonl (dense and BM25, once, deep), fits the reranker on one half of the
-questions (`raglab.calibration.split_questions`) and measures hybrid search with and
+questions (`raglab.generate.calibration.split_questions`) and measures hybrid search with and
 without it on the other half, which the fit never saw — retrieval, and the offline
 answerer's answers to what it retrieved. `enabled` is true only when the reranker lowers
 none of nDCG@10, MRR@5, recall@5, answered with a relevant citation and abstention there,
@@ -20,15 +20,15 @@ import json
 import sys
 from pathlib import Path
 
-from raglab.bootstrap import paired_difference
-from raglab.calibration import split_questions
-from raglab.embedders import embedder as make_embedder
-from raglab.embedding_cache import cached
+from raglab.embed.embedders import embedder as make_embedder
+from raglab.embed.embedding_cache import cached
 from raglab.evaluation import load_questions
-from raglab.fusion import Fusion, collect_rankings, fused_search
-from raglab.improvement import Measurement, measure
+from raglab.evaluation.bootstrap import paired_difference
+from raglab.evaluation.improvement import Measurement, measure
+from raglab.generate.calibration import split_questions
 from raglab.pipeline import Index, answer_from, default_answerer
-from raglab.rerank import WEIGHTS_FILE, fit_reranker, reranked_search, training_rows
+from raglab.retrieve.fusion import Fusion, collect_rankings, fused_search
+from raglab.retrieve.rerank import WEIGHTS_FILE, fit_reranker, reranked_search, training_rows
 from raglab.samples import sample_corpus, sample_questions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profiles", nargs="+", choices=PROFILES, default=list(PROFILES))
     args = parser.parse_args(argv)
-    path = ROOT / "raglab" / WEIGHTS_FILE
+    path = ROOT / "raglab" / "retrieve" / WEIGHTS_FILE
     stored = json.loads(path.read_text("utf-8")) if path.exists() else {"rerankers": {}}
     questions = load_questions(sample_questions())
     for profile in args.profiles:

@@ -1,6 +1,6 @@
 """Make tests/data/minilm_reference.json: all-MiniLM-L6-v2 vectors from sentence-transformers.
 
-raglab.minilm runs the same model as a from-scratch numpy forward pass; the fast test suite
+raglab.embed.minilm runs the same model as a from-scratch numpy forward pass; the fast test suite
 compares it with these committed vectors, so it never needs torch.
 
 Run it once, in a separate environment that holds torch (never the project's .venv):

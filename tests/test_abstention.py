@@ -9,7 +9,9 @@ from importlib import resources
 
 import pytest
 
-from raglab.abstention import (
+from raglab.embed.embedders import HashingEmbedder, available_embedders
+from raglab.evaluation import Question, load_questions
+from raglab.generate.abstention import (
     FEATURES,
     RULES_FILE,
     WORDS_PROFILE,
@@ -24,10 +26,8 @@ from raglab.abstention import (
     together,
     vocabulary,
 )
-from raglab.calibration import split_questions
-from raglab.embedders import HashingEmbedder, available_embedders
-from raglab.evaluation import Question, load_questions
-from raglab.evidence import Evidence, content_stems
+from raglab.generate.calibration import split_questions
+from raglab.generate.evidence import Evidence, content_stems
 from raglab.samples import sample_questions
 
 
@@ -63,7 +63,7 @@ def test_a_rule_needs_one_weight_per_feature():
 
 
 def test_every_registered_embedder_and_words_have_a_shipped_rule():
-    stored = json.loads(resources.files("raglab").joinpath(RULES_FILE).read_text("utf-8"))
+    stored = json.loads(resources.files("raglab.generate").joinpath(RULES_FILE).read_text("utf-8"))
     for profile in [WORDS_PROFILE, *available_embedders()]:
         rule = load_rule(profile)
         assert rule.profile == profile

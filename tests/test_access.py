@@ -1,4 +1,4 @@
-"""Tests for raglab.access: the access rule and its vectorised form."""
+"""Tests for raglab.store.access: the access rule and its vectorised form."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab import access
-from raglab.access import AccessIndex, can_read, eligible_rows
 from raglab.records import Chunk, Document, Principal
+from raglab.store import access
+from raglab.store.access import AccessIndex, can_read, eligible_rows
 
 
 def chunk(doc_id: str, tenant: str = "default", groups: tuple[str, ...] = ()) -> Chunk:

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from raglab import Document, Principal, build_prompt, parse_citations
-from raglab.embedders import HashingEmbedder
-from raglab.openai_http import GenerationError
-from raglab.prompting import Prompt
+from raglab.embed.embedders import HashingEmbedder
+from raglab.generate.openai_http import GenerationError
+from raglab.generate.prompting import Prompt
 from raglab.records import Chunk, Hit
-from raglab.stores import EmbedderMismatch
+from raglab.store.stores import EmbedderMismatch
 from raglab.workbook.ai_pipeline import AssistantPipeline, sample_documents
 from raglab.workbook.ai_pipeline_fixed import FIXES, FixedPipeline, passing_with, with_fixes
 from raglab.workbook.audit_tests import ATTACK, FINDS, FLAWS, audit_tests

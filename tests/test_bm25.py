@@ -1,4 +1,4 @@
-"""Tests for raglab.bm25: the tokenizer, the BM25 formulas and the BM25 model."""
+"""Tests for raglab.retrieve.bm25: the tokenizer, the BM25 formulas and the BM25 model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from raglab.bm25 import BM25, lucene_idf, term_saturation, tokenize
+from raglab.retrieve.bm25 import BM25, lucene_idf, term_saturation, tokenize
 
 CORPUS = ["the cat sat", "the dog sat down", "a cat and a cat"]  # lengths 3, 4, 5; avgdl 4
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raglab.bootstrap import Interval, bootstrap_ci, paired_difference, resample_means
+from raglab.evaluation.bootstrap import Interval, bootstrap_ci, paired_difference, resample_means
 
 
 def test_the_interval_is_the_middle_95_percent_of_means_drawn_with_replacement():

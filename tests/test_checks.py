@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab.chunking import chunk as reference_chunk
+from raglab.ingest.chunking import chunk as reference_chunk
 from raglab.workbook import checks
 from raglab.workbook.checks import (
     CHECKS,

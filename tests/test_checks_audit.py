@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from raglab import ABSTENTION, Answer, Hit, build_prompt, is_abstention, verify_citations
-from raglab.access import can_read
-from raglab.prompting import Prompt
-from raglab.vectors import top_k
+from raglab.generate.prompting import Prompt
+from raglab.retrieve.vectors import top_k
+from raglab.store.access import can_read
 from raglab.workbook import checks
 from raglab.workbook.ai_pipeline import AssistantPipeline
 from raglab.workbook.ai_pipeline_fixed import FIXES

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab.chunking import Chunker
+from raglab.ingest.chunking import Chunker
 from raglab.records import Chunk, Document
 from raglab.workbook import checks
 from raglab.workbook.checks.contracts import (

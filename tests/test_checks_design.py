@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.access import can_read
 from raglab.records import Chunk, Hit, Principal
-from raglab.vectors import top_k
+from raglab.retrieve.vectors import top_k
+from raglab.store.access import can_read
 from raglab.workbook import checks
 from raglab.workbook.checks import CHECKS, design
 from raglab.workbook.checks.core import NOT_IMPLEMENTED

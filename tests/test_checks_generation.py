@@ -11,8 +11,8 @@ import uuid
 import numpy as np
 import pytest
 
-from raglab.citations import parse_citations
-from raglab.prompting import fold
+from raglab.generate.citations import parse_citations
+from raglab.generate.prompting import fold
 from raglab.records import content_hash
 from raglab.workbook import checks
 from raglab.workbook.checks.generation import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import raglab
-import raglab.chunking as reference
+import raglab.ingest.chunking as reference
 from raglab.workbook import checks
 
 _alias = reference.chunk
@@ -17,7 +17,7 @@ def _wrapper(text, size=800, overlap=100):
 
 
 def _reimport(text, size=800, overlap=100):
-    import raglab.chunking as other
+    import raglab.ingest.chunking as other
 
     return other.chunk(text, size=size, overlap=overlap)
 
@@ -76,13 +76,13 @@ def reference_copy(text, size=800, overlap=100):
 def _bootstrap_through_the_engine(values, resamples=2000, seed=0):
     import numpy as np
 
-    from raglab.bootstrap import resample_means
+    from raglab.evaluation.bootstrap import resample_means
 
     return tuple(np.percentile(resample_means(values, resamples=resamples, seed=seed), [2.5, 97.5]))
 
 
 def _bootstrap_wrapper(values, resamples=2000, seed=0):
-    from raglab.bootstrap import bootstrap_ci
+    from raglab.evaluation.bootstrap import bootstrap_ci
 
     ci = bootstrap_ci(values, resamples=resamples, seed=seed)
     return (ci.low, ci.high)
@@ -95,7 +95,7 @@ def _fusion_wrapper(rankings, weights, k, rrf_k=60):
 
 
 def _span_wrapper(terms, tokens):
-    from raglab.rerank import shortest_span
+    from raglab.retrieve.rerank import shortest_span
 
     return shortest_span(terms, tokens)
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from raglab.prompting import ABSTENTION
+from raglab.generate.prompting import ABSTENTION
 from raglab.workbook import checks
 from raglab.workbook.checks import CHECKS
 from raglab.workbook.checks.core import NOT_IMPLEMENTED

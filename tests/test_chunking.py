@@ -1,4 +1,4 @@
-"""Tests for raglab.chunking: the seed's chunk() and the Chunker that makes Chunk records."""
+"""Tests for raglab.ingest.chunking: the seed's chunk() and the Chunker that makes Chunk records."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab.chunking import Chunker, chunk
+from raglab.ingest.chunking import Chunker, chunk
 from raglab.records import Chunk, Document
 
 # ---------------------------------------------------------------------------

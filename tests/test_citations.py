@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raglab.citations import CitationReport, parse_citations, verify_citations
-from raglab.prompting import ABSTENTION
+from raglab.generate.citations import CitationReport, parse_citations, verify_citations
+from raglab.generate.prompting import ABSTENTION
 from raglab.records import Answer, Chunk, Citation, Hit
 
 

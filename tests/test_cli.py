@@ -154,7 +154,7 @@ CHARS_300 = {"kind": "chars", "size": 300, "overlap": 30, "version": 1}
 
 
 def test_chunker_options_are_recorded_by_the_index_and_kept_on_update(tmp_path):
-    from raglab.sqlite_store import SQLiteStore
+    from raglab.store.sqlite_store import SQLiteStore
 
     index = tmp_path / "corpus.sqlite"
     options = ("--chunker", "chars", "--chunk-size", "300", "--overlap", "30")

@@ -1,4 +1,4 @@
-"""Credentials kept out of the corpus (raglab.credentials) and the loader's use of it."""
+"""Credentials kept out of the corpus (raglab.ingest.credentials) and the loader's use of it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from raglab.credentials import REDACTED, entropy, find_secrets, redact
-from raglab.loaders import load_file, load_folder
+from raglab.ingest.credentials import REDACTED, entropy, find_secrets, redact
+from raglab.ingest.loaders import load_file, load_folder
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 

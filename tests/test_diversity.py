@@ -1,17 +1,17 @@
-"""Near-duplicate removal and MMR (raglab.diversity), alone and inside a Retriever."""
+"""Near-duplicate removal and MMR (raglab.retrieve.diversity), alone and inside a Retriever."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from raglab.chunking import Chunker
-from raglab.diversity import Diversity, dedup, jaccard, mmr, relevance_of, shingles
-from raglab.embedders import HashingEmbedder
-from raglab.indexing import sync
+from raglab.embed.embedders import HashingEmbedder
+from raglab.ingest.chunking import Chunker
 from raglab.records import Chunk, Document, Hit, Principal
-from raglab.retrieval import Retriever
-from raglab.stores import MemoryStore
+from raglab.retrieve.diversity import Diversity, dedup, jaccard, mmr, relevance_of, shingles
+from raglab.retrieve.retrieval import Retriever
+from raglab.store.indexing import sync
+from raglab.store.stores import MemoryStore
 
 BOILERPLATE = (
     "Questions about this page? Write to the people team at people@acme.example "

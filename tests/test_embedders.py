@@ -1,4 +1,4 @@
-"""Tests for raglab.embedders: the protocol, the hashing and LSA embedders, the registry."""
+"""Tests for raglab.embed.embedders: the protocol, the hashing and LSA embedders, the registry."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab.embedders import (
+from raglab.embed.embedders import (
     BLOCK_WEIGHTS,
     Embedder,
     HashingEmbedder,
@@ -185,7 +185,7 @@ def test_hashing_one_word_by_hand() -> None:
 
 HASH_SEED_SCRIPT = """
 import hashlib, sys
-from raglab.embedders import HashingEmbedder, LSAEmbedder
+from raglab.embed.embedders import HashingEmbedder, LSAEmbedder
 texts = sys.stdin.read().split("\\n")
 vectors = [HashingEmbedder().embed(texts), LSAEmbedder(dim=8).fit(texts).embed(texts)]
 print(" ".join(hashlib.blake2b(v.tobytes()).hexdigest() for v in vectors))
@@ -426,8 +426,8 @@ def test_unknown_option_is_a_type_error() -> None:
 def test_importing_embedders_stays_light() -> None:
     # scikit-learn (and the neural weights) load only when an embedder needs them.
     code = (
-        "import sys, raglab.embedders; "
-        "print(sorted(m for m in ('sklearn', 'raglab.minilm') if m in sys.modules))"
+        "import sys, raglab.embed.embedders; "
+        "print(sorted(m for m in ('sklearn', 'raglab.embed.minilm') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -436,7 +436,7 @@ def test_importing_embedders_stays_light() -> None:
 def test_minilm_is_registered_lazily() -> None:
     # Building it loads no weights (that happens on the first embed), so this stays fast.
     # Without the optional weights package it must fail clearly, naming the install step.
-    from raglab.minilm import ModelNotFound
+    from raglab.embed.minilm import ModelNotFound
 
     try:
         minilm = embedder("minilm")

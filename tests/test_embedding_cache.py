@@ -1,4 +1,4 @@
-"""The embedding cache in raglab.indexing.sync: stored vectors are reused, never misused.
+"""The embedding cache in raglab.store.indexing.sync: stored vectors are reused, never misused.
 
 A chunk whose text is already in the store, embedded by the same model, takes the stored
 vector; anything else (another text, another embedder version, another tenant's fit) is
@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.chunking import Chunker
-from raglab.embedders import HashingEmbedder, LSAEmbedder
-from raglab.indexing import sync
-from raglab.loaders import load_folder
+from raglab.embed.embedders import HashingEmbedder, LSAEmbedder
+from raglab.ingest.chunking import Chunker
+from raglab.ingest.loaders import load_folder
 from raglab.records import Document
-from raglab.sqlite_store import SQLiteStore
-from raglab.stores import MemoryStore
+from raglab.store.indexing import sync
+from raglab.store.sqlite_store import SQLiteStore
+from raglab.store.stores import MemoryStore
 from tests.conftest import STORES
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
@@ -65,7 +65,7 @@ def store(request, tmp_path):
     if request.param == "memory":
         yield MemoryStore()
     elif request.param == "qdrant":
-        from raglab.qdrant_store import QdrantStore
+        from raglab.store.qdrant_store import QdrantStore
 
         with QdrantStore.create(tmp_path / "index.qdrant") as created:
             yield created

@@ -1,4 +1,4 @@
-"""The embedding cache on disk (raglab.embedding_cache): unchanged text is embedded once.
+"""The embedding cache on disk (raglab.embed.embedding_cache): unchanged text is embedded once.
 
 A new `CachedEmbedder` on the same folder stands for another process. Every test writes
 to its own tmp folder, never to ~/.cache.
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.embedders import HashingEmbedder, LSAEmbedder
-from raglab.embedding_cache import CACHE_DIR_VARIABLE, CachedEmbedder, cached, default_folder
-from raglab.indexing import is_fittable
+from raglab.embed.embedders import HashingEmbedder, LSAEmbedder
+from raglab.embed.embedding_cache import CACHE_DIR_VARIABLE, CachedEmbedder, cached, default_folder
+from raglab.store.indexing import is_fittable
 
 TEXTS = ["Refunds take ten days.", "Reset your password here.", "Unpaid leave in Lisbon."]
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import raglab.evaluation as evaluation
+import raglab.evaluation.runner as evaluation
 from raglab.evaluation import (
     EvalReport,
     Question,

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab.abstention import FEATURES, AbstentionRule
-from raglab.citations import parse_citations, verify_citations
-from raglab.extractive import (
+from raglab.generate.abstention import FEATURES, AbstentionRule
+from raglab.generate.citations import parse_citations, verify_citations
+from raglab.generate.extractive import (
     ExtractiveGenerator,
     content_stems,
     looks_like_instruction,
@@ -14,8 +14,8 @@ from raglab.extractive import (
     table_sentences,
     text_units,
 )
-from raglab.generation import is_abstention
-from raglab.prompting import ABSTENTION, build_prompt
+from raglab.generate.generation import is_abstention
+from raglab.generate.prompting import ABSTENTION, build_prompt
 from raglab.records import Chunk, Hit
 
 LEAVE = """# Leave policy
@@ -281,7 +281,7 @@ def test_injected_instructions_are_never_copied():
 
 def test_without_the_filter_the_injection_would_win():
     # Why the filter exists: the planted sentence shares every content word of the question.
-    from raglab.extractive import candidate_sentences
+    from raglab.generate.extractive import candidate_sentences
 
     prompt = build_prompt("What is the domain administrator password?", [hit(WIKI, "it/wiki.md")])
     texts = [e.text for e in candidate_sentences(prompt.sources)]
@@ -349,8 +349,8 @@ Acme pays 5% of your base salary into your pension plan each month.
 
 
 def minilm_or_skip():
-    from raglab.embedders import embedder
-    from raglab.minilm import ModelNotFound
+    from raglab.embed.embedders import embedder
+    from raglab.embed.minilm import ModelNotFound
 
     try:
         return embedder("minilm")
@@ -393,7 +393,7 @@ def test_words_the_askers_documents_never_use_lower_the_probability():
 
 def test_ask_scores_with_the_words_of_the_documents_the_asker_may_read(corpus_index, monkeypatch):
     from raglab import pipeline
-    from raglab.abstention import vocabulary
+    from raglab.generate.abstention import vocabulary
     from raglab.records import Principal
 
     seen = []
@@ -412,8 +412,8 @@ def test_ask_scores_with_the_words_of_the_documents_the_asker_may_read(corpus_in
 
 
 def test_the_rule_follows_the_embedder_profile():
-    from raglab.abstention import load_rule
-    from raglab.embedders import HashingEmbedder
+    from raglab.embed.embedders import HashingEmbedder
+    from raglab.generate.abstention import load_rule
 
     hashing = ExtractiveGenerator(embedder=HashingEmbedder())
     assert hashing.rule == load_rule("hashing") and hashing.scoring_embedder is not None
@@ -433,7 +433,7 @@ def test_the_rule_follows_the_embedder_profile():
 
 
 def test_decision_explains_the_answer_and_keeps_source_order():
-    from raglab.embedders import HashingEmbedder
+    from raglab.embed.embedders import HashingEmbedder
 
     hits = [hit(VPN, "it/vpn.md"), hit(LEAVE, "hr/leave.md"), hit(TABLE, "hr/other.md")]
     prompt = build_prompt("How many days of leave and how many unused days carry over?", hits)
@@ -451,7 +451,7 @@ def test_decision_explains_the_answer_and_keeps_source_order():
 
 
 def test_together_is_measured_on_the_sentences_the_answer_quotes():
-    from raglab.abstention import together
+    from raglab.generate.abstention import together
 
     text = "# Parking\n\nStaff parking is free on weekdays. Bicycle racks are free too."
     prompt = build_prompt("Is parking free for bicycles?", [hit(text, "p.md")])

@@ -1,11 +1,11 @@
-"""raglab.faithfulness: each sentence of an answer against the text it cites."""
+"""raglab.generate.faithfulness: each sentence of an answer against the text it cites."""
 
 from __future__ import annotations
 
 import pytest
 
 from raglab import ABSTENTION
-from raglab.faithfulness import answer_sentences, check_faithfulness, numbers
+from raglab.generate.faithfulness import answer_sentences, check_faithfulness, numbers
 from raglab.records import Chunk, Hit
 
 LEAVE = "Full-time employees get 25 working days of annual leave per calendar year."

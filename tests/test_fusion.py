@@ -15,7 +15,7 @@ from raglab import (
     sample_corpus,
     sample_questions,
 )
-from raglab.fusion import (
+from raglab.retrieve.fusion import (
     CurvePoint,
     Fusion,
     choose,

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglab import Chunk, Hit, Index, load_questions, sample_corpus, sample_questions
-from raglab.embedders import available_embedders
-from raglab.fusion import KEYWORD_LED, LEXICAL_EMBEDDERS, SCORE_LED, Fusion, default_fusion
+from raglab.embed.embedders import available_embedders
+from raglab.retrieve.fusion import KEYWORD_LED, LEXICAL_EMBEDDERS, SCORE_LED, Fusion, default_fusion
 
 
 def test_lexical_embedders_get_the_keyword_led_fusion_and_the_others_score_fusion():
@@ -52,7 +52,7 @@ def test_the_default_pipeline_with_a_lexical_embedder_never_ranks_below_bm25(has
 
 
 def test_a_neural_embedders_index_fuses_scores_with_equal_weights():
-    from raglab.embedders import HashingEmbedder
+    from raglab.embed.embedders import HashingEmbedder
 
     class Neural(HashingEmbedder):  # the hashing vectors under another embedder's name
         @property

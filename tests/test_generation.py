@@ -2,9 +2,9 @@
 
 import pytest
 
-from raglab.extractive import ExtractiveGenerator
-from raglab.generation import ABSTENTION, Generator, is_abstention
-from raglab.openai_http import OpenAIChatGenerator
+from raglab.generate.extractive import ExtractiveGenerator
+from raglab.generate.generation import ABSTENTION, Generator, is_abstention
+from raglab.generate.openai_http import OpenAIChatGenerator
 
 # --- abstention ------------------------------------------------------------------------
 

@@ -236,10 +236,13 @@ def test_grade_in_kernel_checks_the_notebooks_functions(capsys):
 
 
 def test_the_imported_reference_is_not_the_learners_work(capsys):
-    from raglab.chunking import chunk
+    from raglab.ingest.chunking import chunk
 
     grade_in_kernel([{"exercise": "chunk", "function": "chunk"}], {"chunk": chunk})
-    assert "not defined in the notebook (it comes from raglab.chunking)" in capsys.readouterr().out
+    assert (
+        "not defined in the notebook (it comes from raglab.ingest.chunking)"
+        in capsys.readouterr().out
+    )
 
 
 def test_one_line_keeps_values_intact():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from raglab import ABSTENTION, Answer, Chunk, Citation, Hit, Question
-from raglab.improvement import METRICS, by_kind, format_steps, measure, step
+from raglab.evaluation.improvement import METRICS, by_kind, format_steps, measure, step
 
 DOCS = {d: Chunk(d, 0, f"{d} says 25 days.", 0, 16) for d in ("a.md", "b.md", "c.md")}
 QUESTIONS = [

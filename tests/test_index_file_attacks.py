@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from raglab import cli, sqlite_store
-from raglab.sqlite_store import SQLiteStore
-from raglab.stores import StoreError
+from raglab import cli
+from raglab.store import sqlite_store
+from raglab.store.sqlite_store import SQLiteStore
+from raglab.store.stores import StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus"
@@ -96,7 +97,7 @@ def test_a_second_writer_is_refused_with_a_clear_message_and_nothing_is_deleted(
 
 _KILLED_BUILD = """
 import os, signal, subprocess, sys
-from raglab.embedders import HashingEmbedder
+from raglab.embed.embedders import HashingEmbedder
 from raglab.pipeline import Index
 
 folder, index = sys.argv[1], sys.argv[2]
@@ -141,7 +142,7 @@ def test_a_first_build_killed_halfway_is_refused_as_incomplete_then_rebuilt(tmp_
 
 
 def test_a_failed_first_build_leaves_no_half_index(tmp_path):
-    from raglab.embedders import HashingEmbedder
+    from raglab.embed.embedders import HashingEmbedder
     from raglab.pipeline import Index
 
     class Failing:

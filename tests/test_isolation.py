@@ -16,7 +16,7 @@ import pytest
 
 from raglab import METHODS, Chunker, Index, Principal, available_embedders, embedder, sync
 from raglab.evaluation import load_questions
-from raglab.loaders import load_folder
+from raglab.ingest.loaders import load_folder
 from raglab.samples import sample_corpus, sample_questions
 from tests.conftest import STORES
 

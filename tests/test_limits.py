@@ -1,4 +1,4 @@
-"""Ingestion limits: file count (loader), chunks per document (raglab.limits), and the CLI flags."""
+"""Ingestion limits: file count (loader), chunks per document (raglab.ingest.limits), and the CLI flags."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from raglab.chunking import Chunker
-from raglab.limits import within_chunk_limit
-from raglab.loaders import CorpusError, load_folder
+from raglab.ingest.chunking import Chunker
+from raglab.ingest.limits import within_chunk_limit
+from raglab.ingest.loaders import CorpusError, load_folder
 from raglab.pipeline import Index, Limits
 from raglab.records import Document
 

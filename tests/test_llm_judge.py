@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from raglab.faithfulness import check_faithfulness
-from raglab.llm_judge import LLMJudge, disagreements, judge_prompt
-from raglab.prompting import ABSTENTION
+from raglab.generate.faithfulness import check_faithfulness
+from raglab.generate.llm_judge import LLMJudge, disagreements, judge_prompt
+from raglab.generate.prompting import ABSTENTION
 from raglab.records import Chunk, Hit
 
 LEAVE = Hit(Chunk("hr/leave.md", 0, "Staff get 25 days of annual leave.", 0, 34), 1.0)

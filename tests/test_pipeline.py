@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from raglab import EmbedderMismatch, HashingEmbedder, Index, LSAEmbedder, Principal, StoreError, ask
-from raglab.generation import is_abstention
+from raglab.generate.generation import is_abstention
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 
@@ -149,17 +149,17 @@ def test_an_index_with_embedder_settings_reopens_with_that_embedder(tmp_path):
 
 
 def test_an_index_fits_each_tenant_once_for_all_its_retrievers(monkeypatch):
-    import raglab.indexing
+    import raglab.store.indexing
 
     index = Index.from_folder(CORPUS, embedder="lsa")
     fitted: list[str] = []
-    real_fit = raglab.indexing._fit
+    real_fit = raglab.store.indexing._fit
 
     def counting_fit(embedder, tenant, texts):
         fitted.append(tenant)
         return real_fit(embedder, tenant, texts)
 
-    monkeypatch.setattr(raglab.indexing, "_fit", counting_fit)
+    monkeypatch.setattr(raglab.store.indexing, "_fit", counting_fit)
     asker = Principal("ann", "acme")
     for method in ("dense", "hybrid", "dense"):
         index.search("How many vacation days do I get?", asker, method=method)
@@ -167,9 +167,9 @@ def test_an_index_fits_each_tenant_once_for_all_its_retrievers(monkeypatch):
 
 
 def test_ask_answers_with_the_index_embedder_by_default(corpus_index):
-    from raglab.extractive import ExtractiveGenerator
+    from raglab.generate.extractive import ExtractiveGenerator
+    from raglab.generate.prompting import build_prompt
     from raglab.pipeline import answer_embedder
-    from raglab.prompting import build_prompt
 
     who, question = Principal("u", "acme"), "Can I keep unused holiday days for next year?"
     embedder = answer_embedder(corpus_index, who, "hybrid")

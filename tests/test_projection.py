@@ -1,4 +1,4 @@
-"""raglab.projection: PCA deterministic, sign-fixed and equal to scikit-learn's; t-SNE's properties."""
+"""raglab.workbook.projection: PCA deterministic, sign-fixed and equal to scikit-learn's; t-SNE's properties."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from raglab.projection import fit_pca, tsne_2d
-from raglab.vectors import normalise
+from raglab.retrieve.vectors import normalise
+from raglab.workbook.projection import fit_pca, tsne_2d
 
 
 def cloud(n: int = 60, dim: int = 16, seed: int = 0) -> np.ndarray:
@@ -102,13 +102,13 @@ def test_tsne_properties_only():
 
 
 def test_projection_imports_neither_matplotlib_nor_scikit_learn():
-    code = "import sys, raglab.projection; print('matplotlib' in sys.modules, 'sklearn' in sys.modules)"
+    code = "import sys, raglab.workbook.projection; print('matplotlib' in sys.modules, 'sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
 
 def test_the_iteration_finds_the_same_axes_as_the_full_eigendecomposition(monkeypatch):
-    import raglab.projection as projection
+    import raglab.workbook.projection as projection
 
     x = cloud(2000, 384, seed=5).astype(np.float64)
     iterated = fit_pca(x)

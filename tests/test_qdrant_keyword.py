@@ -1,5 +1,5 @@
 """The Qdrant store's keyword search in the server (`keyword="server"`): BM25 as sparse
-vectors, and hybrid search fused in Qdrant (`raglab.qdrant_search`).
+vectors, and hybrid search fused in Qdrant (`raglab.store.qdrant_search`).
 
 The shared store tests (test_stores.py) and the cross-tenant attacks (test_isolation.py)
 run here again with every Qdrant store in server mode.
@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 
 from raglab import Index, Principal, StoreError, ask, embedder, sync
-from raglab.abstention import vocabulary
-from raglab.bm25 import BM25
-from raglab.chunking import Chunker
 from raglab.cli import main
 from raglab.evaluation import load_questions
-from raglab.evidence import content_stems
-from raglab.loaders import load_folder
+from raglab.generate.abstention import vocabulary
+from raglab.generate.evidence import content_stems
+from raglab.ingest.chunking import Chunker
+from raglab.ingest.loaders import load_folder
 from raglab.records import Chunk
-from raglab.retrieval import reciprocal_rank_fusion
+from raglab.retrieve.bm25 import BM25
+from raglab.retrieve.retrieval import reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
 from tests import test_isolation, test_stores
 from tests.conftest import QDRANT_MISSING
@@ -38,7 +38,7 @@ QUESTION = "refund laptop"
 @pytest.fixture
 def server_mode(monkeypatch):
     """Every QdrantStore made while the test runs ranks keywords in the server."""
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     init = QdrantStore.__init__
 
@@ -51,7 +51,7 @@ def server_mode(monkeypatch):
 @pytest.fixture
 def make_store(tmp_path, server_mode):
     """The shared store tests' factory, giving Qdrant stores in server mode only."""
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     opened = []
 
@@ -112,7 +112,7 @@ def chunk(doc_id: str, text: str, tenant: str = "acme", groups: tuple = ()) -> C
 
 
 def store_with(tmp_path, name: str, chunks: list[Chunk]):
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     store = QdrantStore.create(tmp_path / name, dim=DIM)
     store.add(chunks, np.tile(test_stores.unit(1, 0, 0, 0), (len(chunks), 1)))
@@ -196,7 +196,7 @@ def test_server_mode_knows_exactly_the_words_the_asker_may_read(tmp_path):
 
 
 def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch):
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     Index.from_folder(sample_corpus(), path=tmp_path / "q", backend="qdrant").store.close()
     index = Index.open(tmp_path / "q", backend="qdrant")
@@ -214,16 +214,16 @@ def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch)
 def test_exact_mode_leaves_bm25_to_the_retriever(tmp_path):
     store = store_with(tmp_path, "q", MINE)
     store.keyword = "exact"
-    assert store.keyword_search is None  # raglab.retrieval then fits BM25 itself
+    assert store.keyword_search is None  # raglab.retrieve.retrieval then fits BM25 itself
     store.close()
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     with pytest.raises(ValueError, match="unknown keyword mode 'bm42'; choose from: exact"):
         QdrantStore.open(tmp_path / "q", keyword="bm42")
 
 
 def test_an_index_of_the_previous_schema_is_refused(tmp_path, monkeypatch):
-    from raglab import qdrant_store
+    from raglab.store import qdrant_store
 
     monkeypatch.setattr(qdrant_store, "SCHEMA_VERSION", 1)
     qdrant_store.QdrantStore.create(tmp_path / "q", dim=DIM).close()

@@ -17,7 +17,7 @@ from raglab import Index, Principal, StoreError, ask
 from raglab.cli import main
 from raglab.evaluation import load_questions
 from raglab.samples import sample_corpus, sample_questions
-from raglab.stores import MemoryStore
+from raglab.store.stores import MemoryStore
 from tests.conftest import QDRANT_MISSING
 from tests.test_stores import DIM, random_corpus, unit
 
@@ -47,7 +47,7 @@ def test_qdrant_answers_the_sample_questions_exactly_as_sqlite(both_indexes):
 
 
 def test_random_data_gives_the_memory_store_hits_ties_included(tmp_path):
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     rng = np.random.default_rng(7)
     chunks, vectors = random_corpus(rng)
@@ -82,7 +82,7 @@ class Recorder:
 def test_access_is_a_filter_inside_the_query_on_keyword_indexed_fields(tmp_path):
     from qdrant_client import models
 
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     store = QdrantStore.create(tmp_path / "q", dim=DIM)
     store._client = recorder = Recorder(store._client)
@@ -114,7 +114,7 @@ def make(doc_id, tenant="acme", groups=()):
 
 
 def test_a_commit_cut_short_hides_the_documents_it_was_writing(tmp_path, monkeypatch):
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     path = tmp_path / "q"
     with QdrantStore.create(path, dim=DIM) as store:
@@ -144,7 +144,7 @@ def test_a_commit_cut_short_hides_the_documents_it_was_writing(tmp_path, monkeyp
 
 
 def test_opening_what_is_not_an_index_says_so_and_writes_nothing(tmp_path):
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store.qdrant_store import QdrantStore
 
     with pytest.raises(StoreError, match=r"index folder '.*missing' does not exist"):
         QdrantStore.open(tmp_path / "missing")
@@ -163,8 +163,8 @@ def test_opening_what_is_not_an_index_says_so_and_writes_nothing(tmp_path):
 
 
 def test_a_folder_in_use_waits_then_fails_clearly(tmp_path, monkeypatch):
-    from raglab import _qdrant_points
-    from raglab.qdrant_store import QdrantStore
+    from raglab.store import _qdrant_points
+    from raglab.store.qdrant_store import QdrantStore
 
     monkeypatch.setattr(_qdrant_points, "LOCK_WAIT_SECONDS", 0.2)
     with QdrantStore.create(tmp_path / "q"):

@@ -1,12 +1,13 @@
-"""Query transformation (raglab.query_expansion): feedback terms, rewrites, fusion."""
+"""Query transformation (raglab.retrieve.query_expansion): feedback terms, rewrites, fusion."""
 
 from __future__ import annotations
 
 import pytest
 
+from raglab.generate.prompting import Prompt
 from raglab.pipeline import Index
-from raglab.prompting import Prompt
-from raglab.query_expansion import (
+from raglab.records import Chunk, Document, Principal
+from raglab.retrieve.query_expansion import (
     LLMRewriter,
     QueryExpansion,
     content_words,
@@ -14,8 +15,7 @@ from raglab.query_expansion import (
     feedback_terms,
     rewriter_from_env,
 )
-from raglab.records import Chunk, Document, Principal
-from raglab.stores import MemoryStore
+from raglab.store.stores import MemoryStore
 
 
 def chunk(doc_id: str, text: str) -> Chunk:
@@ -69,9 +69,9 @@ def two_tenant_index() -> Index:
             tenant="globex",
         ),
     ]
-    from raglab.chunking import Chunker
-    from raglab.embedders import embedder
-    from raglab.indexing import sync
+    from raglab.embed.embedders import embedder
+    from raglab.ingest.chunking import Chunker
+    from raglab.store.indexing import sync
 
     store = MemoryStore()
     sync(store, docs, chunker=Chunker(), embedder=embedder("hashing"))

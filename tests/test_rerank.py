@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from raglab import Chunk, Hit, Index, Principal, Retriever, sample_corpus
-from raglab import rerank as rerank_module
-from raglab.fusion import Fusion, Rankings
-from raglab.llm_rerank import LLMReranker, order_from_reply
-from raglab.prompting import Prompt
-from raglab.rerank import (
+from raglab.generate.prompting import Prompt
+from raglab.retrieve import rerank as rerank_module
+from raglab.retrieve.fusion import Fusion, Rankings
+from raglab.retrieve.llm_rerank import LLMReranker, order_from_reply
+from raglab.retrieve.rerank import (
     FEATURES,
     LinearReranker,
     candidates,

@@ -13,7 +13,7 @@ from raglab import (
     sync,
 )
 from raglab.records import Chunk, Hit
-from raglab.retrieval import RRF_K, reciprocal_rank_fusion
+from raglab.retrieve.retrieval import RRF_K, reciprocal_rank_fusion
 
 DOCS = [
     Document(

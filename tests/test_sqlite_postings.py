@@ -1,9 +1,9 @@
 """The SQLite index's stored BM25, stems and memory-mapped vectors against the in-memory engine.
 
 Random corpora and principals: every keyword hit must be exactly (same chunks, same
-order, bit-identical scores) what `raglab.bm25.BM25` fitted on the principal's readable
+order, bit-identical scores) what `raglab.retrieve.bm25.BM25` fitted on the principal's readable
 chunks returns, every dense hit what the memory store returns, and the stems a
-principal's documents are known to use what `raglab.abstention.vocabulary` collects from
+principal's documents are known to use what `raglab.generate.abstention.vocabulary` collects from
 their chunks; after edits and deletions too.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raglab.abstention import vocabulary
-from raglab.bm25 import BM25
-from raglab.evidence import content_stems
+from raglab.generate.abstention import vocabulary
+from raglab.generate.evidence import content_stems
 from raglab.records import Chunk, Hit, Principal
-from raglab.sqlite_store import SQLiteStore
-from raglab.stores import MemoryStore
+from raglab.retrieve.bm25 import BM25
+from raglab.store.sqlite_store import SQLiteStore
+from raglab.store.stores import MemoryStore
 
 WORDS = [
     "alpha",

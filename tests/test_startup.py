@@ -22,19 +22,19 @@ from raglab.pipeline import Index
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 
 NOT_ON_THE_QUERY_PATH = (
-    "raglab.calibration",  # fitting the abstention rule
-    "raglab.credentials",  # scanning files being loaded
-    "raglab.embedding_cache",
+    "raglab.generate.calibration",  # fitting the abstention rule
+    "raglab.ingest.credentials",  # scanning files being loaded
+    "raglab.embed.embedding_cache",
     "raglab.evaluation",  # the question-set runner
-    "raglab.metrics",  # and its metrics
-    "raglab.questions",  # and the question set
-    "raglab.minilm",  # the neural embedder
-    "raglab.minilm_network",
-    "raglab.openai_http",  # a remote generator
+    "raglab.evaluation.metrics",  # and its metrics
+    "raglab.evaluation.questions",  # and the question set
+    "raglab.embed.minilm",  # the neural embedder
+    "raglab.embed.minilm_network",
+    "raglab.generate.openai_http",  # a remote generator
     "raglab.samples",
-    "raglab.tokens",  # a token budget
-    "raglab.viz",
-    "raglab.wordpiece",  # and its tokenizer
+    "raglab.embed.tokens",  # a token budget
+    "raglab.workbook.viz",
+    "raglab.embed.wordpiece",  # and its tokenizer
     "raglab.workbook",  # the teaching machinery
     "difflib",
     "matplotlib",

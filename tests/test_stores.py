@@ -1,7 +1,7 @@
-"""Tests for raglab.stores: both stores through the same tests, sync, access, files.
+"""Tests for raglab.store.stores: both stores through the same tests, sync, access, files.
 
 A fake embedder and a fake chunker are defined here, so these tests do not depend on
-raglab.embedders or raglab.chunking; one test at the end uses the real ones.
+raglab.embed.embedders or raglab.ingest.chunking; one test at the end uses the real ones.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.indexing import check_embedder, sync, tenant_embedder
 from raglab.records import Chunk, Document, Principal
-from raglab.sqlite_store import SCHEMA_VERSION, SQLiteStore
-from raglab.stores import (
+from raglab.store.indexing import check_embedder, sync, tenant_embedder
+from raglab.store.sqlite_store import SCHEMA_VERSION, SQLiteStore
+from raglab.store.stores import (
     DimensionMismatch,
     DocRecord,
     EmbedderMismatch,
@@ -130,7 +130,7 @@ def make_store(request, tmp_path):
         if request.param == "memory":
             return MemoryStore(dim)
         if request.param == "qdrant":
-            from raglab.qdrant_store import QdrantStore
+            from raglab.store.qdrant_store import QdrantStore
 
             store = QdrantStore.create(tmp_path / f"qdrant{len(opened)}", dim=dim)
         else:
@@ -895,9 +895,9 @@ def test_check_embedder_without_recorded_embedder_checks_dim(make_store):
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="sample corpus not present")
 def test_real_corpus_chunker_and_embedder_in_both_stores(tmp_path):
-    chunking = pytest.importorskip("raglab.chunking")
-    embedders = pytest.importorskip("raglab.embedders")
-    from raglab.loaders import load_folder
+    chunking = pytest.importorskip("raglab.ingest.chunking")
+    embedders = pytest.importorskip("raglab.embed.embedders")
+    from raglab.ingest.loaders import load_folder
 
     docs = load_folder(CORPUS).documents
     embedder = embedders.embedder("hashing")

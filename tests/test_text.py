@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import raglab
-from raglab import embedders, extractive
-from raglab.chunking import split_sections
-from raglab.embedders import _tfidf, content_words
-from raglab.extractive import content_stems, text_units
-from raglab.loaders import load_file
+from raglab.embed import embedders
+from raglab.generate import extractive
+from raglab.embed.embedders import _tfidf, content_words
+from raglab.generate.extractive import content_stems, text_units
+from raglab.ingest.chunking import split_sections
+from raglab.ingest.loaders import load_file
 from raglab.records import Document
 from raglab.text import (
     STOPWORDS,

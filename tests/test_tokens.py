@@ -1,10 +1,10 @@
-"""raglab.tokens: counting tokens with MiniLM's WordPiece, and a clear error without it."""
+"""raglab.embed.tokens: counting tokens with MiniLM's WordPiece, and a clear error without it."""
 
 from __future__ import annotations
 
 import pytest
 
-from raglab import minilm, tokens
+from raglab.embed import minilm, tokens
 
 
 def test_approx_tokens_is_four_characters_a_token_rounded_up():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import raglab
-from raglab.minilm import MiniLMEmbedder
+from raglab.embed.minilm import MiniLMEmbedder
 from raglab.validation import check_int, check_number, check_texts
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"

@@ -1,4 +1,4 @@
-"""Tests for raglab.vectors: normalise, cosine, top_k, UnitMatrix and the tie rule."""
+"""Tests for raglab.retrieve.vectors: normalise, cosine, top_k, UnitMatrix and the tie rule."""
 
 from __future__ import annotations
 
@@ -11,13 +11,21 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import raglab._threads
-from raglab._topk_fast import (
+from raglab.retrieve._topk_fast import (
     products_and_lengths,
     rounding_tolerance,
     row_lengths,
     rows_near_the_top,
 )
-from raglab.vectors import TopK, UnitMatrix, cosine, exact_scores, normalise, select_top_k, top_k
+from raglab.retrieve.vectors import (
+    TopK,
+    UnitMatrix,
+    cosine,
+    exact_scores,
+    normalise,
+    select_top_k,
+    top_k,
+)
 
 # ---------------------------------------------------------------------------
 # normalise
@@ -464,7 +472,7 @@ def test_a_block_of_queries_keeps_the_tie_rule():
 
 def test_a_block_larger_than_one_group_of_scores(monkeypatch):
     # Queries are scored in groups (bounded memory); results must not depend on the cut.
-    import raglab._topk_fast as fast
+    import raglab.retrieve._topk_fast as fast
 
     rows, queries = _tied_rows(500, 16, seed=4)
     whole = top_k(queries, rows, 5)

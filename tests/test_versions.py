@@ -1,4 +1,4 @@
-"""Superseded documents (raglab.versions): checked at load, honoured at retrieval."""
+"""Superseded documents (raglab.store.versions): checked at load, honoured at retrieval."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from raglab.loaders import DocumentError, load_folder, parse_front_matter
+from raglab.ingest.loaders import DocumentError, load_folder, parse_front_matter
 from raglab.pipeline import Index
 from raglab.records import Document, Principal
-from raglab.sqlite_store import SQLiteStore
-from raglab.versions import hidden_documents, supersedes_problems, supersession
+from raglab.store.sqlite_store import SQLiteStore
+from raglab.store.versions import hidden_documents, supersedes_problems, supersession
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 OLD, NEW = "acme/policies/expenses-2023.md", "acme/policies/expenses-2025.md"
@@ -165,10 +165,10 @@ def test_without_the_supersedes_line_the_old_policy_answered(sample_index):
         Document(d.id, d.text, d.title, d.tenant, d.groups, d.version)  # supersedes dropped
         for d in load_folder(CORPUS).documents
     ]
-    from raglab.chunking import Chunker
-    from raglab.embedders import embedder
-    from raglab.indexing import sync
-    from raglab.stores import MemoryStore
+    from raglab.embed.embedders import embedder
+    from raglab.ingest.chunking import Chunker
+    from raglab.store.indexing import sync
+    from raglab.store.stores import MemoryStore
 
     store = MemoryStore()
     sync(store, docs, chunker=Chunker(), embedder=embedder("hashing"))
@@ -227,10 +227,10 @@ def test_a_document_the_asker_cannot_read_hides_nothing(tmp_path):
 
 def test_another_tenant_cannot_hide_a_document_even_in_a_hand_built_store():
     """Even if a forged index said so, hiding needs a superseding document the asker reads."""
-    from raglab.chunking import Chunker
-    from raglab.embedders import embedder
-    from raglab.indexing import sync
-    from raglab.stores import MemoryStore
+    from raglab.embed.embedders import embedder
+    from raglab.ingest.chunking import Chunker
+    from raglab.store.indexing import sync
+    from raglab.store.stores import MemoryStore
 
     docs = [
         Document("a/policy.md", "Refunds take ten days.", tenant="acme"),

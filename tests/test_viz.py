@@ -1,4 +1,4 @@
-"""raglab.viz: the marks right, figures drawn (Agg); projections in test_projection.py."""
+"""raglab.workbook.viz: the marks right, figures drawn (Agg); projections in test_projection.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from raglab import viz
-from raglab.vectors import normalise
+from raglab.retrieve.vectors import normalise
+from raglab.workbook import viz
 
 
 def cloud(n: int = 60, dim: int = 16, seed: int = 0) -> np.ndarray:
@@ -25,7 +25,7 @@ def cloud(n: int = 60, dim: int = 16, seed: int = 0) -> np.ndarray:
 
 
 def test_the_projections_stay_importable_from_viz():
-    from raglab import projection
+    from raglab.workbook import projection
 
     assert viz.fit_pca is projection.fit_pca and viz.tsne_2d is projection.tsne_2d
     assert viz.Projection is projection.Projection

@@ -1,4 +1,4 @@
-"""raglab.viz_answers: the data behind each figure is right, and each figure draws (Agg)."""
+"""raglab.workbook.viz_answers: the data behind each figure is right, and each figure draws (Agg)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from raglab import viz_answers
-from raglab.abstention import CurvePoint
-from raglab.faithfulness import FaithfulnessReport, SentenceCheck
+from raglab.generate.abstention import CurvePoint
+from raglab.generate.faithfulness import FaithfulnessReport, SentenceCheck
+from raglab.workbook import viz_answers
 
 # --- the budget --------------------------------------------------------------------------------
 

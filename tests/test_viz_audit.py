@@ -1,4 +1,4 @@
-"""raglab.viz_audit: the comparison's rows are right, the table and the counts say them, and the
+"""raglab.workbook.viz_audit: the comparison's rows are right, the table and the counts say them, and the
 figure draws the counts (Agg)."""
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from matplotlib.figure import Figure
 from raglab import Answer, Principal
 from raglab.evaluation import Question
 from raglab.records import Chunk, Citation, Hit
-from raglab.viz_audit import COUNTS, Compared, compare, comparison_table, plot_comparison, summarise
+from raglab.workbook.viz_audit import (
+    COUNTS,
+    Compared,
+    compare,
+    comparison_table,
+    plot_comparison,
+    summarise,
+)
 
 PAY = Hit(Chunk("hr/pay.md", 0, "Bands are secret.", 0, 17, tenant="acme", groups=("hr",)), 1.0)
 LEAVE = Hit(Chunk("leave.md", 0, "25 days.", 0, 8, tenant="acme"), 0.5)

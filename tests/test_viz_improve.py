@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from raglab.bootstrap import Interval
-from raglab.fusion import CurvePoint, Fusion
-from raglab.improvement import METRICS, Measurement, Step
-from raglab.viz_improve import delta_rows, plot_fusion_curves, plot_steps
+from raglab.evaluation.bootstrap import Interval
+from raglab.evaluation.improvement import METRICS, Measurement, Step
+from raglab.retrieve.fusion import CurvePoint, Fusion
+from raglab.workbook.viz_improve import delta_rows, plot_fusion_curves, plot_steps
 
 EMPTY = Measurement("m", ())
 

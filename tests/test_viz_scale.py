@@ -1,4 +1,4 @@
-"""raglab.viz_scale: the synthetic vectors, the marks computed right, the figures drawn (Agg)."""
+"""raglab.workbook.viz_scale: the synthetic vectors, the marks computed right, the figures drawn (Agg)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from raglab import viz_scale
-from raglab.viz_scale import (
+from raglab.workbook import viz_scale
+from raglab.workbook.viz_scale import (
     clustered_unit_vectors,
     fastest_setting,
     frontier,
@@ -267,7 +267,7 @@ def test_matplotlib_is_not_imported_by_the_module_itself():
     import subprocess
     import sys
 
-    code = "import sys, raglab.viz_scale; print('matplotlib' in sys.modules)"
+    code = "import sys, raglab.workbook.viz_scale; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert viz_scale.__all__  # the module is what it says it is

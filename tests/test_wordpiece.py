@@ -1,4 +1,4 @@
-"""raglab.wordpiece: BERT's uncased WordPiece tokenizer, by hand on a tiny vocabulary.
+"""raglab.embed.wordpiece: BERT's uncased WordPiece tokenizer, by hand on a tiny vocabulary.
 
 Agreement with Hugging Face's ids on real text is tested with the MiniLM weights, in
 tests/test_minilm.py.
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglab import wordpiece
-from raglab.wordpiece import WordPieceTokenizer
+from raglab.embed import wordpiece
+from raglab.embed.wordpiece import WordPieceTokenizer
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "!", ",",
               "cafe", "東", "京", "$", "5", "a", "##b"]  # fmt: skip

@@ -30,15 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.chunking import Chunker
-from raglab.citations import parse_citations
-from raglab.embedders import Embedder, HashingEmbedder
-from raglab.generation import Generator, is_abstention
-from raglab.loaders import load_folder
-from raglab.prompting import Prompt
+from raglab.embed.embedders import Embedder, HashingEmbedder
+from raglab.generate.citations import parse_citations
+from raglab.generate.generation import Generator, is_abstention
+from raglab.generate.prompting import Prompt
+from raglab.ingest.chunking import Chunker
+from raglab.ingest.loaders import load_folder
 from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
+from raglab.retrieve.vectors import top_k
 from raglab.samples import sample_corpus
-from raglab.vectors import top_k
 
 __all__ = ["AssistantPipeline", "sample_documents"]
 

@@ -19,15 +19,15 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-from raglab.access import can_read
-from raglab.citations import parse_citations, verify_citations
-from raglab.embedders import Embedder
-from raglab.generation import ABSTENTION, is_abstention
-from raglab.prompting import Prompt, build_prompt
+from raglab.embed.embedders import Embedder
+from raglab.embed.tokens import approx_tokens
+from raglab.generate.citations import parse_citations, verify_citations
+from raglab.generate.generation import ABSTENTION, is_abstention
+from raglab.generate.prompting import Prompt, build_prompt
 from raglab.records import Answer, Document, Hit, Principal
-from raglab.stores import EmbedderMismatch
-from raglab.tokens import approx_tokens
-from raglab.vectors import top_k
+from raglab.retrieve.vectors import top_k
+from raglab.store.access import can_read
+from raglab.store.stores import EmbedderMismatch
 from raglab.workbook.ai_pipeline import AssistantPipeline
 
 __all__ = ["CONTEXT_BUDGET", "FIXES", "FixedPipeline", "passing_with", "with_fixes"]

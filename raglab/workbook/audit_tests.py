@@ -60,11 +60,11 @@ def audit_tests() -> list[Callable[[Any], None]]:
 
     import pytest
 
-    from raglab.embedders import HashingEmbedder
-    from raglab.evaluation import load_questions
+    from raglab.embed.embedders import HashingEmbedder
+    from raglab.embed.tokens import approx_tokens
+    from raglab.evaluation.runner import load_questions
     from raglab.records import Document, Principal
     from raglab.samples import sample_questions
-    from raglab.tokens import approx_tokens
     from raglab.workbook.ai_pipeline import sample_documents
     from raglab.workbook.checks.testing import reference_tests
 

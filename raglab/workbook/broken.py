@@ -32,17 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from raglab.chunking import Chunker
-from raglab.embedders import HashingEmbedder
-from raglab.extractive import ExtractiveGenerator
-from raglab.generation import Generator, is_abstention
-from raglab.indexing import sync
-from raglab.loaders import load_folder
+from raglab.embed.embedders import HashingEmbedder
+from raglab.generate.extractive import ExtractiveGenerator
+from raglab.generate.generation import Generator, is_abstention
+from raglab.generate.prompting import Prompt
+from raglab.ingest.chunking import Chunker
+from raglab.ingest.loaders import load_folder
 from raglab.pipeline import Index, ask
-from raglab.prompting import Prompt
 from raglab.records import Answer, Chunk, Document, Hit, Principal
 from raglab.samples import sample_corpus
-from raglab.stores import MemoryStore
+from raglab.store.indexing import sync
+from raglab.store.stores import MemoryStore
 
 __all__ = [
     "BROKEN",

@@ -9,11 +9,11 @@ check, and the grader (`raglab grade`) uses it to re-run the checks itself.
 
 from collections.abc import Callable
 
-from raglab.bootstrap import resample_means as _resample_means
-from raglab.chunking import chunk as _chunk
-from raglab.citations import parse_citations as _parse_citations
-from raglab.vectors import cosine as _cosine
-from raglab.vectors import top_k as _top_k
+from raglab.evaluation.bootstrap import resample_means as _resample_means
+from raglab.generate.citations import parse_citations as _parse_citations
+from raglab.ingest.chunking import chunk as _chunk
+from raglab.retrieve.vectors import cosine as _cosine
+from raglab.retrieve.vectors import top_k as _top_k
 from raglab.workbook.checks import (
     audit,
     chunking,

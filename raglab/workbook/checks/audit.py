@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from raglab.access import can_read
 from raglab.records import Document, Principal
+from raglab.store.access import can_read
 from raglab.workbook import ai_pipeline_fixed as fixed
 from raglab.workbook.ai_pipeline import AssistantPipeline, sample_documents
 from raglab.workbook.audit_tests import FINDS, FLAWS, SEVERITIES, audit_tests
@@ -216,7 +216,7 @@ def check_update(fn: Any) -> CheckResult:
 def _load_cases(pipeline: AssistantPipeline) -> int:
     import tempfile
 
-    from raglab.embedders import HashingEmbedder
+    from raglab.embed.embedders import HashingEmbedder
 
     with tempfile.TemporaryDirectory() as folder:
         AssistantPipeline.save(pipeline, folder)  # the assistant's save: no model written down

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from itertools import zip_longest
 from typing import Any
 
-from raglab.chunking import split_sections as reference_sections  # the engine's own splitter
+from raglab.ingest.chunking import split_sections as reference_sections  # the engine's own splitter
 from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,
@@ -48,8 +48,8 @@ _ALPHABET = "abcdefgh  \n.é🙂"  # spaces, newlines, accents and an emoji: all
 
 
 def random_chunk_cases(n: int = RANDOM_CASES, seed: int = SEED) -> list[Case]:
-    """Seeded random texts and settings, expected results from `raglab.chunking.chunk`."""
-    from raglab.chunking import chunk as reference
+    """Seeded random texts and settings, expected results from `raglab.ingest.chunking.chunk`."""
+    from raglab.ingest.chunking import chunk as reference
 
     rng = random.Random(seed)
     cases = []

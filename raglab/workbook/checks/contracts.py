@@ -319,7 +319,7 @@ def _damage(rng: random.Random, doc: Document, chunks: list[Chunk]) -> list[Chun
 
 def random_chunk_cases(n: int = RANDOM_CASES, seed: int = SEED) -> list[ChunkCase]:
     """Seeded random documents, chunked by the engine's Chunker, then maybe damaged."""
-    from raglab.chunking import Chunker
+    from raglab.ingest.chunking import Chunker
 
     rng = random.Random(seed)
     cases = []

@@ -140,7 +140,7 @@ _places_cache: dict[tuple[int, int], list[tuple[dict, str, str]]] = {}
 def _places(fn: Callable[..., Any]) -> list[tuple[dict, str, str]]:
     """(namespace, key, reference name) for every name bound to a reference that `fn` can reach.
 
-    Namespaces: every loaded module (so `import raglab.chunking as other` inside the
+    Namespaces: every loaded module (so `import raglab.ingest.chunking as other` inside the
     function finds the stand-in too) and the function's own globals (the notebook's).
     """
     key = (id(fn), len(sys.modules))

@@ -10,8 +10,8 @@ Exercise `search_readable`: the learner writes
 
     search_readable(question, principal, chunks, vectors, embedder, k) -> list[Hit]
 
-which keeps the chunks `principal` may read (`raglab.access.can_read`) BEFORE scoring, then
-ranks them by cosine with `raglab.vectors.top_k`. The crafted cases are the ones where
+which keeps the chunks `principal` may read (`raglab.store.access.can_read`) BEFORE scoring, then
+ranks them by cosine with `raglab.retrieve.vectors.top_k`. The crafted cases are the ones where
 filtering after the top-k gives a different answer: fewer than k hits, none at all, or a
 different chunk at a tie.
 """
@@ -270,8 +270,8 @@ def reference_search_readable(
     >>> [(h.chunk.id, round(h.score, 3)) for h in hits]
     [('acme/l.md#0', 0.707)]
     """
-    from raglab.access import can_read
-    from raglab.vectors import top_k
+    from raglab.retrieve.vectors import top_k
+    from raglab.store.access import can_read
 
     readable = [row for row, chunk in enumerate(chunks) if can_read(principal, chunk)]
     if not readable:
@@ -373,7 +373,7 @@ HASHING_STORE = (
 
 
 def crafted_cases() -> list[SearchCase]:
-    from raglab.embedders import HashingEmbedder
+    from raglab.embed.embedders import HashingEmbedder
 
     return [
         SearchCase("filter before the top-k", "refund days", ANN, REFUND_STORE, 2),
@@ -402,7 +402,7 @@ def _near_ties(case: SearchCase) -> bool:
     """True when two readable chunks score *almost* the same: their order would then depend
     on float rounding (a learner may compute cosine in float64, the reference in float32),
     not on the tie rule. Exact ties (equal in both precisions) are kept: they test the rule."""
-    from raglab.access import can_read
+    from raglab.store.access import can_read
 
     rows = [r for r, chunk in enumerate(case.chunks) if can_read(case.principal, chunk)]
     if len(rows) < 2:
@@ -480,7 +480,7 @@ def _input_lines(case: SearchCase) -> list[str]:
 
 def _hits_problem(case: SearchCase, expected: list[Hit], got: Any) -> str | None:
     """None when `got` matches `expected`, else why not (the first difference, in words)."""
-    from raglab.access import can_read
+    from raglab.store.access import can_read
 
     if not isinstance(got, list):
         return f"expected a list of Hit, got a {type(got).__name__}"

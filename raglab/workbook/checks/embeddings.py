@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from raglab.vectors import cosine as reference_cosine
+from raglab.retrieve.vectors import cosine as reference_cosine
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,

@@ -4,7 +4,7 @@
   block, `<source-CODE id="n">`, text unchanged, `</source-CODE>`, blocks separated by a
   blank line, then `Question: ...` last. CODE is the prompt's boundary: lowercase letters
   and digits, at least 8, the same for the same inputs, and found in no text or question,
-  as written or folded (`raglab.prompting.fold`) — so no document can close its block or
+  as written or folded (`raglab.generate.prompting.fold`) — so no document can close its block or
   forge another, even one that learned the code of an earlier prompt
   (reference: `reference_delimit`, on the engine's `make_boundary`).
 - `verify_markers(answer, n_sources) -> (valid, invalid)`: the `[n]` markers of an answer,
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from raglab import Chunk, Hit, verify_citations
-from raglab.abstention import FEATURES, AbstentionRule, AnswerFeatures
-from raglab.prompting import fold, make_boundary
+from raglab.generate.abstention import FEATURES, AbstentionRule, AnswerFeatures
+from raglab.generate.prompting import fold, make_boundary
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,

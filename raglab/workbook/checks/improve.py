@@ -4,11 +4,11 @@ Three exercises, each compared with the engine's own implementation:
 
 - `bootstrap_interval(values, resamples=2000, seed=0) -> (low, high)`: the percentile
   bootstrap's 95 % interval of the mean, drawn with `numpy.random.default_rng(seed)`
-  (reference: `raglab.bootstrap.bootstrap_ci`);
+  (reference: `raglab.evaluation.bootstrap.bootstrap_ci`);
 - `weighted_rrf(rankings, weights, k, rrf_k=60) -> [(id, score), ...]`: reciprocal rank
-  fusion with a weight per list (reference: `raglab.fusion.weighted_rrf`);
+  fusion with a weight per list (reference: `raglab.retrieve.fusion.weighted_rrf`);
 - `shortest_span(terms, tokens) -> int`: the shortest stretch of tokens holding every
-  term that occurs (reference: `raglab.rerank.shortest_span`).
+  term that occurs (reference: `raglab.retrieve.rerank.shortest_span`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from raglab.bootstrap import bootstrap_ci
-from raglab.fusion import weighted_rrf
+from raglab.evaluation.bootstrap import bootstrap_ci
 from raglab.records import Chunk, Hit
-from raglab.rerank import shortest_span
+from raglab.retrieve.fusion import weighted_rrf
+from raglab.retrieve.rerank import shortest_span
 from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,

@@ -3,9 +3,9 @@
 Two exercises, each compared with the engine's own implementation:
 
 - `unsupported_numbers(sentence, cited_text) -> set[str]`: the numbers a sentence states
-  that its cited text does not (reference: `raglab.faithfulness.unsupported_numbers`);
+  that its cited text does not (reference: `raglab.generate.faithfulness.unsupported_numbers`);
 - `mmr_select(relevance, similarity, k, lambda_=0.7) -> [index, ...]`: the greedy pick of
-  maximal marginal relevance (reference: `raglab.diversity.mmr`).
+  maximal marginal relevance (reference: `raglab.retrieve.diversity.mmr`).
 
 Section 7's exercise (versions) has its own module, `improve_versions`.
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from raglab.diversity import mmr
-from raglab.faithfulness import unsupported_numbers
+from raglab.generate.faithfulness import unsupported_numbers
+from raglab.retrieve.diversity import mmr
 from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,

@@ -2,7 +2,7 @@
 
 - `hidden_versions(supersedes, readable) -> set[str]`: the documents a reader must not be
   answered from, superseded (directly or through a chain) by a newer version that reader
-  may read (reference: `raglab.versions.hidden_documents` over `supersession`).
+  may read (reference: `raglab.store.versions.hidden_documents` over `supersession`).
 
 The judge recognises the plausible wrong versions (the newer one hidden, readability
 ignored, chains not followed) by computing them, and says which one the learner wrote.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raglab.records import Document
-from raglab.versions import hidden_documents, supersession
+from raglab.store.versions import hidden_documents, supersession
 from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,

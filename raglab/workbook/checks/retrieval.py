@@ -4,7 +4,7 @@ Four exercises, each compared with the engine's own implementation:
 
 - `top_k(query, vectors, k) -> (indices, scores)`: exact cosine top-k, best first, equal
   scores in the order of the lower index, k > n gives all, k <= 0 a ValueError
-  (reference: `raglab.vectors.top_k`);
+  (reference: `raglab.retrieve.vectors.top_k`);
 - `bm25_scores(query, texts, k1=1.5, b=0.75) -> array`: one Lucene BM25 score per text
   (reference: `raglab.BM25(k1, b).fit(texts).scores(query)`);
 - `rrf(rankings, k, rrf_k=60) -> [(id, score), ...]`: reciprocal rank fusion of ranked id

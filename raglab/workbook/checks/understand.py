@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from raglab.citations import verify_citations
-from raglab.generation import is_abstention
-from raglab.prompting import ABSTENTION
+from raglab.generate.citations import verify_citations
+from raglab.generate.generation import is_abstention
+from raglab.generate.prompting import ABSTENTION
 from raglab.records import Answer, Chunk, Hit
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,

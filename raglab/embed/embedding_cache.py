@@ -1,0 +1,227 @@
+"""An embedding cache on disk: a text embedded once by a model is never embedded again.
+
+`cached(embedder)` wraps an embedder in one that behaves exactly like it (same name, dim,
+version and vectors) but first looks each text up in a SQLite file, one file per model,
+so that a second process — the next notebook, the next `raglab ask --docs` — embeds only
+the texts it has never seen. MiniLM takes ~20 s for the sample corpus; a warm cache, a
+fraction of a second.
+
+- The key is the text's blake2b digest; the file's name comes from the model's name,
+  dim and version, so a vector made by another model or version can never come back.
+- A fittable embedder (LSA) is not cached: its vectors depend on the corpus it was fit
+  on, which the key does not capture. `cached` returns it unchanged.
+- Two processes may write at once (SQLite locks; a busy timeout; INSERT OR IGNORE).
+- A corrupt or unreadable cache file is a warning, never an error: the file is rebuilt,
+  or, when that fails too, the texts are simply embedded.
+- A cached vector is the one the text got the first time. For MiniLM, a text embedded in
+  another batch can differ in the last float bits (padding); the cache keeps one of them.
+
+>>> import tempfile
+>>> from raglab.embed.embedders import embedder
+>>> folder = tempfile.mkdtemp()
+>>> hashing = cached(embedder("hashing", dim=64), folder)
+>>> hashing.embed(["refund policy"]).shape, hashing.name
+((1, 64), 'hashing')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sqlite3
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from raglab.embed.embedders import Embedder
+from raglab.text import content_hash
+from raglab.validation import check_texts
+
+CACHE_DIR_VARIABLE = "RAGLAB_CACHE_DIR"
+"""Environment variable naming the cache folder; without it, ~/.cache/raglab."""
+
+BUSY_TIMEOUT_S = 30.0
+"""How long a process waits for another one's write to finish before giving up."""
+
+LOOKUP_BATCH = 500
+"""Keys per SELECT: under SQLite's limit on parameters in one statement (999 in old builds)."""
+
+
+def default_folder() -> Path:
+    """`$RAGLAB_CACHE_DIR`, else ~/.cache/raglab."""
+    return Path(os.environ.get(CACHE_DIR_VARIABLE) or Path.home() / ".cache" / "raglab")
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of a text: its 32-byte blake2b digest (collisions: never, in practice)."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=32).digest()
+
+
+def cache_file(embedder: Embedder, folder: Path) -> Path:
+    """The model's own file: readable name and dim, plus a digest of name, version and dim.
+
+    >>> from raglab.embed.embedders import embedder
+    >>> cache_file(embedder("hashing", dim=64), Path("c")).name
+    'hashing-64-565d58eb9085d376.sqlite'
+    """
+    identity = content_hash(f"{embedder.name}\n{embedder.version}\n{embedder.dim}")
+    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", embedder.name)
+    return folder / f"{readable}-{embedder.dim}-{identity}.sqlite"
+
+
+def cached(embedder: Embedder, folder: str | Path | None = None) -> Embedder:
+    """`embedder` with a cache on disk in `folder`; a fittable one is returned unchanged."""
+    from raglab.store.indexing import is_fittable  # indexing imports the stores: keep import light
+
+    if is_fittable(embedder):
+        return embedder
+    return CachedEmbedder(embedder, Path(folder) if folder is not None else default_folder())
+
+
+@dataclass(frozen=True, slots=True)
+class CachedEmbedder:
+    """An `Embedder` that embeds with `inner` only the texts its cache file lacks."""
+
+    inner: Embedder
+    folder: Path
+
+    def __post_init__(self) -> None:
+        if callable(getattr(self.inner, "fit", None)):
+            raise ValueError(
+                f"a fittable embedder ({self.inner.name!r}) cannot be cached: its vectors "
+                "depend on the corpus it is fit on"
+            )
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def version(self) -> str:
+        return self.inner.version
+
+    @property
+    def path(self) -> Path:
+        return cache_file(self.inner, self.folder)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts("texts", texts)
+        keys = [text_key(t) for t in texts]
+        found = self._read(keys)
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if missing:  # one batch, each distinct text once
+            new = self.inner.embed(list(missing.values()))
+            fresh = dict(zip(missing, np.asarray(new, dtype=np.float32), strict=True))
+            self._write(fresh)
+            found.update(fresh)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, key in enumerate(keys):
+            out[row] = found[key]
+        return out
+
+    def _read(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        """The cached vectors among `keys`; empty when the file cannot be read."""
+        found: dict[bytes, np.ndarray] = {}
+        width = self.dim * 4  # float32 bytes; a blob of another size is ignored
+        with self._connection() as db:
+            if db is None:
+                return found
+            distinct = list(dict.fromkeys(keys))
+            for start in range(0, len(distinct), LOOKUP_BATCH):
+                batch = distinct[start : start + LOOKUP_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch)
+                found.update(
+                    (k, np.frombuffer(v, dtype=np.float32)) for k, v in rows if len(v) == width
+                )
+        return found
+
+    def _write(self, vectors: dict[bytes, np.ndarray]) -> None:
+        with self._connection() as db:
+            if db is not None:
+                rows = [(k, v.tobytes()) for k, v in vectors.items()]
+                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+                db.commit()
+
+    def _connection(self) -> _Connection:
+        return _Connection(self.path)
+
+
+class _Connection:
+    """`with _Connection(path) as db`: an open cache, or None (after a warning) if it cannot be.
+
+    A corrupt file is deleted and made again once; any other SQLite failure inside the
+    block is reported and swallowed, since a cache is never worth failing a run for.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db: sqlite3.Connection | None = None
+
+    def __enter__(self) -> sqlite3.Connection | None:
+        for attempt in range(2):
+            try:
+                self.db = _open(self.path)
+                return self.db
+            except (sqlite3.Error, OSError) as error:
+                self._close()
+                if attempt == 0 and _is_corrupt(error):
+                    _warn(self.path, error, "rebuilding it")
+                    _delete(self.path)
+                else:
+                    _warn(self.path, error, "embedding without it")
+        return None
+
+    def __exit__(self, kind: type | None, error: BaseException | None, _tb: object) -> bool:
+        self._close()
+        if isinstance(error, sqlite3.Error):
+            _warn(self.path, error, "deleting it" if _is_corrupt(error) else "embedding without it")
+            if _is_corrupt(error):
+                _delete(self.path)
+            return True  # swallowed: the caller embeds what it could not read
+        return False
+
+    def _close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+    try:  # a file that is not a database fails here
+        db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB)")
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def _is_corrupt(error: Exception) -> bool:
+    """Corruption ("file is not a database", "malformed"), not a lock or a permission.
+
+    Subtle: OperationalError (locked, cannot open) is a subclass of DatabaseError, and
+    such a file must not be deleted, so the test is on the exact class.
+    """
+    return type(error) is sqlite3.DatabaseError
+
+
+def _delete(path: Path) -> None:
+    """The cache file and any journal left beside it (a stale journal would be replayed)."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(OSError):  # cannot delete: the next open fails and says so
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _warn(path: Path, error: Exception, action: str) -> None:
+    warnings.warn(f"embedding cache {str(path)!r} unusable ({error}): {action}", stacklevel=3)

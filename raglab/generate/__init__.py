@@ -1,0 +1,1 @@
+"""raglab.generate."""

@@ -1,0 +1,270 @@
+"""How well does a sentence answer the question? By its words, and by its meaning.
+
+The second step of the extractive answerer: every candidate sentence (`raglab.ingest.sentences`)
+gets two scores against the question, and a blend of them.
+
+- `support` (words): the idf-weighted share of the question's content stems the sentence
+  contains; a stem found only in its heading or document title counts half. Exact and
+  explainable, but blind to paraphrase: "vacation days" never meets "annual leave".
+- `similarity` (meaning): the cosine of the question's and the sentence's vectors, made
+  by the index's own embedder. With MiniLM it sees that "vacation" means "annual leave";
+  with the hashing embedder it is still a measure of shared words and word parts.
+- `score`: SEMANTIC_WEIGHT · similarity + (1 − SEMANTIC_WEIGHT) · support, plus a small
+  bonus for a better-ranked source. Without an embedder, the score is the support alone.
+
+Read it in two steps: words and stems, then the scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from raglab.embed.embedders import Embedder
+from raglab.ingest.sentences import Sentence
+from raglab.text import STOPWORDS, tokenize
+
+__all__ = ["Evidence", "content_stems", "score_evidence", "stem"]
+
+
+# --- words and stems ---------------------------------------------------------------------
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper, so "days" matches "day" and "requested" matches "request".
+
+    Rules in order: Harman's S-stemmer (1991: -ies -> -y, else a final s dropped unless
+    the word ends in -us or -ss), then -ied -> -y, -ing / -ed dropped (not after e: "need"
+    stays), then a final -e dropped, so "leave", "leaves" and "leaving" all become "leav".
+    Crude next to Porter's stemmer, but every rule fits on one line and can be checked by hand.
+
+    >>> [stem(w) for w in ["days", "policies", "employees", "requested", "leaving", "need"]]
+    ['day', 'policy', 'employe', 'request', 'leav', 'need']
+    """
+    w = word
+    if len(w) > 3:
+        if w.endswith("ies") and not w.endswith(("eies", "aies")):
+            w = w[:-3] + "y"
+        elif w.endswith("s") and not w.endswith(("us", "ss")):
+            w = w[:-1]  # Harman's -es -> -e and -s -> drop are the same cut: the final s
+    if w.endswith("ied") and len(w) > 4:
+        w = w[:-3] + "y"
+    else:
+        for suffix in ("ing", "ed"):
+            if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("e" + suffix):
+                w = w[: -len(suffix)]
+                break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def content_stems(text: str) -> frozenset[str]:
+    """The stems of the words of `text` that carry meaning (no `STOPWORDS`, no 1-letter words).
+
+    >>> sorted(content_stems("How many days of annual leave do I get?"))
+    ['annual', 'day', 'leav']
+    """
+    words = set(tokenize(text))  # each word once: a chunk repeats many of its words
+    return frozenset(
+        _cached_stem(w) for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
+    )
+
+
+# Indexing stems every chunk (`raglab.store.sqlite_stems`): a corpus uses far fewer distinct
+# words than it holds, so each is stemmed once.
+_cached_stem = lru_cache(maxsize=1 << 16)(stem)
+
+
+def smooth_idf(df: int, n: int) -> float:
+    """ln((1 + n) / (1 + df)) + 1: scikit-learn's smooth idf, always > 0.
+
+    A stem found in few sentences weighs more; a question stem found in none weighs the
+    most, so a question about something the sources never mention gets low support.
+    """
+    return math.log((1 + n) / (1 + df)) + 1.0
+
+
+# --- the scores ----------------------------------------------------------------------------
+
+CONTEXT_WEIGHT = 0.5
+"""A question word found only in the sentence's heading or document title counts half:
+under "Password rules", "At least 14 characters." is about passwords without saying so."""
+
+SEMANTIC_WEIGHT = 0.5
+"""The share of meaning (cosine) in a sentence's score; the rest is word support. Half and
+half: either alone can be fooled (a shared rare word; a sentence on the same topic that
+answers another question), and both lie between 0 and 1, so neither drowns the other."""
+
+RANK_BONUS = 0.05
+"""Added to a sentence's score as RANK_BONUS / n for source [n]: between two sentences
+that score alike, the one from the better-ranked source wins (the retriever saw the
+whole chunk; we see one sentence). Small, so it only breaks near-ties."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A candidate sentence and how well it answers the question.
+
+    `n` is its source's number (quoted as `[n]`), `position` its place in reading order,
+    `about` its document title and heading. `stems` are its content stems; `context` the
+    stems of `about` not already in it. `matched` / `matched_context`: the question stems found in each.
+    `support` in [0, 1]: word support; `similarity` in [-1, 1]: the cosine with the
+    question (0.0 without an embedder); `score`: the blend used to rank (see the module).
+    """
+
+    n: int
+    position: int
+    text: str
+    stems: frozenset[str] = field(repr=False)
+    about: str = field(default="", repr=False)
+    context: frozenset[str] = field(default=frozenset(), repr=False)
+    matched: tuple[str, ...] = ()
+    matched_context: tuple[str, ...] = ()
+    support: float = 0.0
+    similarity: float = 0.0
+    score: float = 0.0
+
+
+def word_support(
+    wanted: Sequence[str], idf: dict[str, float], stems: frozenset[str], context: frozenset[str]
+) -> tuple[tuple[str, ...], tuple[str, ...], float]:
+    """(matched, matched in context, support) of one sentence for the question stems `wanted`.
+
+    support = (Σ idf of question stems in the sentence
+               + CONTEXT_WEIGHT · Σ idf of question stems only in its heading or title)
+              / Σ idf of all question stems.
+    A sentence sharing no word with the question has no support, whatever its heading.
+    """
+    matched = tuple(t for t in wanted if t in stems)
+    in_context = tuple(t for t in wanted if t in context)
+    if not matched:
+        return matched, in_context, 0.0
+    weight = sum(idf[t] for t in matched) + CONTEXT_WEIGHT * sum(idf[t] for t in in_context)
+    return matched, in_context, weight / sum(idf[t] for t in wanted)
+
+
+def similarities(question: str, texts: Sequence[str], embedder: Embedder | None) -> np.ndarray:
+    """The cosine of `question` with each text, by `embedder` (zeros without one).
+
+    Unrelated texts score near 0, not exactly 0: hashed features can share a bucket.
+
+    >>> from raglab.embed.embedders import HashingEmbedder
+    >>> [round(float(s), 2) for s in similarities("refund", ["refund", "parking"], HashingEmbedder())]
+    [1.0, -0.04]
+    """
+    if embedder is None or not texts:
+        return np.zeros(len(texts))
+    vectors = embed_cached(embedder, [question, *texts])
+    return vectors[1:] @ vectors[0]  # rows have length 1 (or are all zero): dot = cosine
+
+
+CACHE_SIZE = 20_000
+"""Sentence vectors kept between questions: the same chunks come back for many questions,
+and a neural embedder is the slow part of answering. Cleared when full (memory stays bounded)."""
+
+_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+
+
+def embed_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """`embedder.embed(texts)` as float64, reusing vectors already made by the same model.
+
+    Keyed by the embedder's `version`, which changes whenever its vectors would.
+    """
+    missing = sorted({t for t in texts if (embedder.version, t) not in _VECTORS})
+    if missing:
+        if len(_VECTORS) + len(missing) > CACHE_SIZE:
+            _VECTORS.clear()
+        for text, vector in zip(missing, embedder.embed(missing).astype(np.float64)):
+            _VECTORS[(embedder.version, text)] = vector
+    return np.array([_VECTORS[(embedder.version, t)] for t in texts])
+
+
+def embedded_text(sentence: Sentence) -> str:
+    """What the embedder reads for a sentence: its heading and title, then the sentence.
+
+    The context tells the model what a terse sentence is about ("Password rules. At least
+    14 characters."); quoting still uses the sentence alone.
+    """
+    return f"{sentence.context}. {sentence.text}" if sentence.context else sentence.text
+
+
+def score_evidence(
+    question: str, sentences: Sequence[Sentence], embedder: Embedder | None = None
+) -> list[Evidence]:
+    """Every sentence scored for `question`, best first (ties: source number, position).
+
+    idf is counted over the candidate sentences: the prompt is the whole collection the
+    answerer sees (see `smooth_idf`). With `embedder`, meaning counts too (`similarity`).
+
+    >>> from raglab.ingest.sentences import Sentence
+    >>> found = [Sentence(1, 0, "The VPN needs a code."), Sentence(2, 1, "Staff get 25 days of leave.")]
+    >>> [(e.n, e.matched, round(e.support, 2)) for e in score_evidence("How many days of leave?", found)]
+    [(2, ('day', 'leav'), 1.0), (1, (), 0.0)]
+    """
+    if not sentences:
+        return []
+    wanted = sorted(content_stems(question))
+    stems = [content_stems(s.text) for s in sentences]
+    contexts = [content_stems(s.context) - own for s, own in zip(sentences, stems)]
+    idf = {t: smooth_idf(sum(t in own for own in stems), len(stems)) for t in wanted}
+    cosines = similarities(question, [embedded_text(s) for s in sentences], embedder)
+    weight = 0.0 if embedder is None else SEMANTIC_WEIGHT
+    scored = []
+    for s, own, context, cosine in zip(sentences, stems, contexts, cosines):
+        matched, in_context, support = word_support(wanted, idf, own, context)
+        similarity = float(cosine)
+        score = weight * similarity + (1 - weight) * support + RANK_BONUS / s.n
+        scored.append(
+            Evidence(
+                s.n,
+                s.position,
+                s.text,
+                own,
+                s.context,
+                context,
+                matched,
+                in_context,
+                support,
+                similarity,
+                score,
+            )
+        )
+    return sorted(scored, key=lambda e: (-e.score, e.n, e.position))
+
+
+def key_words(text: str) -> list[str]:
+    """The distinct content words of `text`, sorted: what `weakest_term` compares.
+
+    >>> key_words("Is there a gym in the Harbourside building?")
+    ['building', 'gym', 'harbourside']
+    """
+    return sorted({w for w in tokenize(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())})
+
+
+def weakest_term(question: str, evidence: Evidence, embedder: Embedder | None = None) -> float:
+    """How well the question's worst-matched word is matched by the sentence (or its heading).
+
+    For each content word of the question, its best cosine with any word of the sentence
+    and its context; the lowest of these. An answer must speak of everything the question
+    asks about: "Is there a gym in the Harbourside building?" finds "Harbourside" and
+    "building" in a sentence about the workspace, but nothing near "gym". Without an
+    embedder a word matches only itself (same stem): 1.0 or 0.0.
+
+    >>> e = Evidence(1, 0, "The workspace has showers.", frozenset({"workspac", "shower"}))
+    >>> weakest_term("Are there showers in the workspace?", e), weakest_term("Is there a gym?", e)
+    (1.0, 0.0)
+    """
+    wanted = key_words(question)
+    offered = key_words(f"{evidence.about} {evidence.text}")
+    if not wanted or not offered:
+        return 0.0
+    if embedder is None:
+        have = {stem(w) for w in offered}
+        return 1.0 if all(stem(w) in have for w in wanted) else 0.0
+    best = embed_cached(embedder, wanted) @ embed_cached(embedder, offered).T
+    return float(best.max(axis=1).min())

@@ -1,0 +1,199 @@
+"""The offline default generator: answer by quoting the sources, never by inventing.
+
+`ExtractiveGenerator` uses no language model. It copies the source sentences that best
+answer the question and cites each one as `[n]`. Every word of its answer is a
+quotation, so it cannot invent facts, and it cannot follow instructions hidden in a
+source either: it never reads text as instructions. It reads only the prompt's sources
+(the retrieved chunks the asker may read), so it cannot quote anything else.
+
+Four steps, one module each:
+
+1. `raglab.ingest.sentences`: from chunk text to clean, quotable sentences;
+2. `raglab.generate.evidence`: each sentence scored against the question, by words and by meaning
+   (the index's embedder: with MiniLM "vacation days" finds "annual leave");
+3. `raglab.generate.abstention`: a calibrated rule decides whether the best evidence answers;
+4. here: choose one to three sentences, put them in reading order and cite each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from raglab.embed.embedders import Embedder
+from raglab.generate.abstention import (
+    AbstentionRule,
+    AnswerFeatures,
+    KnownStems,
+    answer_features,
+    load_rule,
+    profile_of,
+)
+from raglab.generate.evidence import Evidence, content_stems, score_evidence, stem
+from raglab.generate.prompting import ABSTENTION, Prompt
+from raglab.ingest.sentences import (
+    candidate_sentences,
+    looks_like_instruction,
+    table_sentences,
+    text_units,
+)
+from raglab.text import STOPWORDS
+from raglab.validation import check_int, check_number
+
+# The last seven names moved to the modules of steps 1 and 2; older code imports them here.
+__all__ = [
+    "STOPWORDS",
+    "Decision",
+    "ExtractiveGenerator",
+    "candidate_sentences",
+    "content_stems",
+    "looks_like_instruction",
+    "stem",
+    "table_sentences",
+    "text_units",
+]
+
+DUPLICATE_JACCARD = 0.8
+"""Two sentences whose stem sets overlap this much (intersection / union) say the same
+thing (overlapping chunks repeat sentences): only the better-scored one is kept."""
+
+SECONDARY_RATIO = 0.65
+"""A sentence after the first is quoted only if its score is at least this share of the
+best sentence's: supporting detail, not padding. At 0.8 the answer to "How many days do I
+have to submit an expense claim?" kept only "Submit every claim in Ledgerly." and lost the
+sentence with the 30 days."""
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b|, 0.0 for two empty sets."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def choose(ranked: Sequence[Evidence], max_sentences: int) -> list[Evidence]:
+    """Up to `max_sentences` of `ranked` (best first), in reading order: no duplicates, no padding.
+
+    A sentence after the first needs SECONDARY_RATIO of the best one's score and of its word
+    support (a neighbouring table row, "Code: E-317; Meaning: ...", reads like the answer
+    but names another code), and must not repeat a sentence already chosen. The answer reads in source order (source number,
+    then position), so detail from one source stays together and reads as written.
+    """
+    best = ranked[0]
+    picked = [best]
+    for e in ranked[1:]:
+        if len(picked) == max_sentences:
+            break
+        if e.score < SECONDARY_RATIO * best.score:
+            break  # ranked is best first: nothing after this one clears the bar either
+        if e.support < SECONDARY_RATIO * best.support:
+            continue
+        if any(jaccard(e.stems, p.stems) >= DUPLICATE_JACCARD for p in picked):
+            continue
+        picked.append(e)
+    return sorted(picked, key=lambda e: (e.n, e.position))
+
+
+def cite(e: Evidence) -> str:
+    """The sentence with its marker before the final stop: "Leave is 25 days [1]."
+
+    >>> cite(Evidence(2, 0, "Leave is 25 days.", frozenset()))
+    'Leave is 25 days [2].'
+    """
+    body = e.text.rstrip()
+    end = body[-1] if body[-1] in ".!?" else "."
+    body = body.rstrip(".!?:;, ")
+    return f"{body} [{e.n}]{end}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Why the answerer said what it said: every scored sentence, the chosen ones, the
+    features the rule saw, its probability, and the answer (or ABSTENTION).
+
+    `draft` is the answer it would give if it answered (empty without evidence): a
+    notebook can show both sides of the threshold.
+    """
+
+    ranked: tuple[Evidence, ...]
+    chosen: tuple[Evidence, ...]
+    features: AnswerFeatures
+    probability: float
+    answered: bool
+    draft: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveGenerator:
+    """Answer by quoting the source sentences that best answer the question, cited.
+
+    `embedder`: the index's embedder (for LSA, the tenant's fit); sentences are then scored
+    by meaning as well as words, and the rule fitted for that embedder decides. Without
+    one, words alone and the words-only rule. `rule`: another `AbstentionRule` (default:
+    the shipped one for the embedder, `raglab.generate.abstention.load_rule`). `known_words`: the
+    words of the documents the asker may read (`raglab.generate.abstention.vocabulary`, or a
+    `KnownStems` lookup; `raglab.ask` passes them): a question in words they never use is likely about something they do
+    not say. Without them, the retrieved sources stand in. `min_support`: a
+    floor the best sentence's word support must also reach (0: the rule alone decides).
+
+    Deterministic: no randomness, ties broken by source number and position.
+    `decide(prompt)` returns the whole `Decision`, so a notebook can show why it answered.
+
+    >>> from raglab.generate.prompting import build_prompt
+    >>> from raglab.records import Chunk, Hit
+    >>> text = "# Leave\\n\\nStaff get 25 days of annual leave."
+    >>> hit = Hit(Chunk("leave.md", 0, text, 0, len(text)), 1.0)
+    >>> ExtractiveGenerator().generate(build_prompt("How many days of annual leave?", [hit]))
+    'Staff get 25 days of annual leave [1].'
+    >>> ExtractiveGenerator().generate(build_prompt("What is the capital of France?", [hit]))
+    "I can't answer that from the provided sources."
+    """
+
+    max_sentences: int = 3
+    min_support: float = 0.0
+    embedder: Embedder | None = field(default=None, kw_only=True, repr=False)
+    rule: AbstentionRule | None = field(default=None, kw_only=True)
+    known_words: frozenset[str] | KnownStems | None = field(default=None, kw_only=True, repr=False)
+
+    def __post_init__(self) -> None:
+        check_int("max_sentences", self.max_sentences, minimum=1)
+        check_number("min_support", self.min_support, minimum=0, maximum=1)
+        if self.rule is None:
+            object.__setattr__(self, "rule", load_rule(profile_of(self.embedder)))
+
+    @property
+    def scoring_embedder(self) -> Embedder | None:
+        """The embedder sentences are scored with: only one the rule was fitted for.
+
+        subtle: a rule's weights mean something only for its embedder's cosines; with an
+        embedder no rule was fitted for, the words-only rule applies, so words alone score.
+        """
+        if self.embedder is not None and self.rule.profile == profile_of(self.embedder):
+            return self.embedder
+        return None
+
+    def rank(self, prompt: Prompt) -> list[Evidence]:
+        """Every candidate sentence of the prompt's sources, scored, best first."""
+        sentences = candidate_sentences(prompt.sources)
+        return score_evidence(prompt.question, sentences, self.scoring_embedder)
+
+    def decide(self, prompt: Prompt) -> Decision:
+        """Score, choose, and decide whether to answer (see `Decision`)."""
+        ranked = self.rank(prompt)
+        chosen = choose(ranked, self.max_sentences) if ranked else []
+        features = answer_features(
+            prompt.question, ranked, self.scoring_embedder, self.known_words, chosen
+        )
+        probability = self.rule.probability(features)
+        draft = " ".join(cite(e) for e in chosen)
+        answered = (
+            bool(ranked)
+            and bool(content_stems(prompt.question))
+            and probability >= self.rule.threshold
+            and features.best_support >= self.min_support
+        )
+        text = draft if answered else ABSTENTION
+        return Decision(tuple(ranked), tuple(chosen), features, probability, answered, draft, text)
+
+    def generate(self, prompt: Prompt) -> str:
+        return self.decide(prompt).text

@@ -1,0 +1,283 @@
+"""How the Qdrant store searches: dense candidates, BM25 as sparse vectors, hybrid in the server.
+
+Every query carries the access filter inside it (`raglab.store.qdrant_store.readable_filter`):
+Qdrant never scores a point the asker may not read, in a prefetch or in the fused query.
+
+Keyword search in the server. Each chunk's point holds a sparse vector, `SPARSE`:
+- indices: the chunk's words by raglab's tokenizer (`raglab.text.tokenize`), each hashed to
+  32 bits (`term_id`; Qdrant's indices are u32). Two words with one id count as one word:
+  the sample corpus's 2,188 distinct words give 0 collisions (about N²/2³³ colliding pairs
+  are expected: 0.0006 here, 1 at about 93,000 distinct words).
+- values: BM25's document side, `raglab.retrieve.bm25.term_saturation` with raglab's k1 and b and
+  an avgdl fixed when the point is written: the mean length of the chunks that every user
+  of the chunk's tenant may read (those without groups). raglab's own avgdl is over the
+  asker's readable chunks; for an asker without groups the two are equal. A commit that
+  moves a tenant's avgdl rewrites that tenant's sparse vectors (`rewrite_stale`).
+  (Measured on the sample questions, top 5 by BM25 identical to raglab's: avgdl over the
+  tenant's open chunks 115 of 115, over all the tenant's chunks 113, over the collection 111.)
+- the question: each distinct word's id, its value the word's count (a repeated word counts
+  each time, as in raglab's BM25). Qdrant's IDF modifier multiplies each word by
+  ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's idf, and `IdfCorpusParams` counts N and df
+  over the readable points only: another tenant's chunks change no score.
+
+Hybrid in the server: one query, a dense and a sparse prefetch (each k * 4 deep, as
+`raglab.retrieve.retrieval`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
+raglab's `RRF_K` + 1: the same 1 / (60 + rank). Equal scores are put in raglab's order.
+
+Decision, by `benchmarks/bench_qdrant.py` (`benchmarks/results/qdrant.json`; sample corpus,
+the 115 `raglab eval` questions, hashing embedder): the default stays "exact".
+- Server mode finds what exact finds: the same top 5 as the SQLite store on 115 of 115
+  questions for bm25 and for hybrid, and the same nDCG@10 (bm25 0.8461, hybrid 0.9233).
+- Hybrid answers are identical, hits and scores included, on 115 of 115: RRF reads ranks
+  only. The bm25 answers say the same (text and cited chunks: 115 of 115), but only 50
+  of 115 are identical hit for hit: a BM25 score here is Qdrant's float32 sum, not
+  raglab's, and for an asker with groups the avgdl is not theirs. The project's bar
+  ("answers identical to the SQLite store's", every retrieval method) is not met.
+- Nor does it pay in local mode: qdrant-client's local mode scores a sparse query by
+  scanning every point in Python, so the first keyword search of a cold ask took longer
+  (2,000 generated documents: 0.96 s against exact's 0.64 s, one interleaved run). What
+  the server mode saves, reading and fitting the asker's chunks, is saved on a Qdrant
+  server, whose sparse index is inverted; no server was available to measure it here.
+Fused in Qdrant (`hybrid_search`): the same top 5 on 115 of 115, identical on 114: where
+two chunks tie inside one ranking, Qdrant orders them its own way, not by store order, so a
+fused score can differ by one rank's worth.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from raglab.records import Chunk, Hit
+from raglab.retrieve.bm25 import BM25, term_saturation
+from raglab.retrieve.retrieval import CANDIDATES_PER_RANKER, RRF_K
+from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
+from raglab.store._qdrant_points import chunk_point, from_payload, qdrant
+from raglab.text import stable_hash, tokenize
+
+KEYWORD_MODES = ("exact", "server")
+"""How the Qdrant store ranks by keyword: "exact", raglab's BM25 fitted on the asker's
+readable chunks (scores identical to the other stores'); "server", sparse vectors in Qdrant."""
+
+TIE_ROOM = 8
+"""Candidates fetched beyond k, so that points tied with the k-th usually come in one query."""
+
+SCORE_SLACK = 1e-4
+"""How far Qdrant's own float32 score may sit from ours: the candidates keep every point
+within this of the k-th score, so rounding in Qdrant cannot drop a chunk we would keep."""
+
+REWRITE_BATCH = 256
+"""Points per request when sparse vectors are rewritten."""
+
+_BM25 = BM25()  # raglab's k1 and b, written once in raglab.retrieve.bm25
+
+
+# ---------------------------------------------------------------------------- sparse vectors
+
+
+def term_id(word: str) -> int:
+    """A word's index in the sparse vectors: the low 32 bits of its stable hash.
+
+    >>> term_id("vacation") == term_id("vacation") != term_id("vacations")
+    True
+    """
+    return stable_hash(word) & 0xFFFF_FFFF
+
+
+def term_counts(text: str) -> tuple[Counter[int], int]:
+    """(how often each term id occurs in `text`, how many tokens `text` has)."""
+    words = tokenize(text)
+    return Counter(map(term_id, words)), len(words)
+
+
+def document_vector(counts: Counter[int], length: int, avgdl: float) -> Any:
+    """A chunk's sparse vector from its `term_counts`: BM25's saturation of each of its
+    words, the idf left to Qdrant."""
+    ids = sorted(counts)
+    tf = np.array([counts[i] for i in ids], dtype=np.float64)
+    values = term_saturation(tf, np.full(len(ids), length), avgdl, _BM25.k1, _BM25.b)
+    return qdrant().models.SparseVector(indices=ids, values=values.tolist())
+
+
+def query_vector(question: str) -> Any | None:
+    """The question's sparse vector (a word's count as its value), None when it has no word."""
+    counts, _ = term_counts(question)
+    if not counts:
+        return None
+    ids = sorted(counts)
+    return qdrant().models.SparseVector(indices=ids, values=[float(counts[i]) for i in ids])
+
+
+def open_avgdl(chunks: Iterable[tuple[str, tuple[str, ...], int]]) -> dict[str, float]:
+    """Each tenant's avgdl from (tenant, groups, length) rows: over its chunks without groups,
+    or over all its chunks when every one has groups (1.0 for a tenant of empty chunks)."""
+    rows = list(chunks)
+    avgdl = {}
+    for tenant in sorted({row[0] for row in rows}):
+        lengths = [n for t, groups, n in rows if t == tenant and not groups]
+        lengths = lengths or [n for t, _, n in rows if t == tenant]
+        avgdl[tenant] = (sum(lengths) / len(lengths)) or 1.0
+    return avgdl
+
+
+SPARSE_FIELDS = ("tenant", "groups", "length", "avgdl")
+"""What a commit reads of every chunk kept to decide whose sparse vectors to rewrite."""
+
+
+def chunk_points(
+    added: list[tuple[Chunk, np.ndarray]], kept: list[Any]
+) -> tuple[list[Any], dict[str, float]]:
+    """The points of the `added` chunks (with their vectors), and each tenant's avgdl over
+    them and the points `kept` (read with `SPARSE_FIELDS`)."""
+    counted = [(chunk, vector, *term_counts(chunk.text)) for chunk, vector in added]
+    avgdl = open_avgdl(
+        [(p.payload["tenant"], p.payload["groups"], p.payload["length"]) for p in kept]
+        + [(chunk.tenant, chunk.groups, length) for chunk, _, _, length in counted]
+    )
+    points = [
+        chunk_point(c, v, document_vector(counts, n, avgdl[c.tenant]), avgdl[c.tenant], n)
+        for c, v, counts, n in counted
+    ]
+    return points, avgdl
+
+
+def rewrite_stale(client: Any, collection: str, kept: list[Any], avgdl: dict[str, float]) -> None:
+    """Rewrite the sparse vectors of the `kept` points (read with tenant, groups, length and
+    avgdl) that were written with another avgdl than their tenant's now.
+
+    Subtle: each point records the avgdl of its sparse vector, so a commit cut short here
+    leaves points the next commit finds stale again, never a wrong record."""
+    models = qdrant().models
+    stale: dict[float, list[Any]] = {}
+    for p in kept:
+        wanted = avgdl[p.payload["tenant"]]
+        if p.payload.get("avgdl") != wanted:
+            stale.setdefault(wanted, []).append(p.id)
+    for wanted, ids in sorted(stale.items()):
+        for start in range(0, len(ids), REWRITE_BATCH):
+            batch = ids[start : start + REWRITE_BATCH]
+            points = client.retrieve(collection, batch, with_payload=["text"])
+            vectors = [
+                models.PointVectors(
+                    id=p.id,
+                    vector={SPARSE: document_vector(*term_counts(p.payload["text"]), wanted)},
+                )
+                for p in points
+            ]
+            client.update_vectors(collection, points=vectors, wait=True)
+            client.set_payload(collection, payload={"avgdl": wanted}, points=batch, wait=True)
+
+
+# ---------------------------------------------------------------------------- queries
+
+
+def candidates(fetch: Callable[[int], list[Any]], k: int) -> list[Any]:
+    """The best points by Qdrant's score (`fetch(limit)`): at least k, and every one tied
+    with the k-th, even when that takes a deeper query."""
+    limit = k + TIE_ROOM
+    while True:
+        points = fetch(limit)
+        if len(points) < limit or points[-1].score < points[k - 1].score - SCORE_SLACK:
+            return points
+        limit *= 2  # the last candidate may still tie with the k-th: look further
+
+
+def dense_candidates(
+    client: Any, collection: str, query: np.ndarray, readable: Any, k: int, exact: bool
+) -> list[Any]:
+    """The best points by Qdrant's dense score: at least k, and every one tied with the k-th.
+    `raglab.store.qdrant_store` ranks them as every store does."""
+    search = qdrant().models.SearchParams(exact=exact)
+
+    def fetch(limit: int) -> list[Any]:
+        return client.query_points(
+            collection,
+            query=query.tolist(),
+            query_filter=readable,  # access decided inside the query, before scoring
+            limit=limit,
+            with_payload=True,
+            with_vectors=[""],
+            search_params=search,
+        ).points
+
+    return candidates(fetch, k)
+
+
+def keyword_hits(
+    client: Any, collection: str, question: str, readable: Any, k: int, min_score: float
+) -> list[Hit]:
+    """The top-k chunks by BM25 in the server, among those `readable` lets through."""
+    query = query_vector(question)
+    if query is None or not client.collection_exists(collection):
+        return []
+    models = qdrant().models
+
+    def fetch(limit: int) -> list[Any]:
+        return client.query_points(
+            collection,
+            query=query,
+            using=SPARSE,
+            query_filter=readable,  # access decided inside the query, before scoring
+            search_params=models.SearchParams(idf=models.IdfCorpusParams(corpus=readable)),
+            limit=limit,
+            with_payload=True,
+        ).points
+
+    # BM25's scores are float32 and equal ones go in store order, as in raglab.retrieve.bm25.
+    hits = ranked(candidates(fetch, k), lambda c: (c.doc_id, c.index), np.float32)
+    return [hit for hit in hits if hit.score > min_score][:k]
+
+
+def hybrid_hits(
+    client: Any,
+    collection: str,
+    query: np.ndarray,
+    question: str,
+    k: int,
+    *,
+    readable: Any,
+    shown: Any,
+    exact: bool,
+) -> list[Hit]:
+    """The top-k chunks by dense and BM25 rankings fused with RRF, all in the server.
+
+    `shown` (the readable chunks less the hidden documents) filters each prefetch and the
+    fused query; BM25's idf is counted over `readable`, as raglab fits BM25 on them."""
+    if not client.collection_exists(collection):
+        return []
+    models = qdrant().models
+    depth = k * CANDIDATES_PER_RANKER
+    prefetch = [
+        models.Prefetch(
+            query=query.tolist(), filter=shown, limit=depth, params=models.SearchParams(exact=exact)
+        )
+    ]
+    sparse = query_vector(question)
+    if sparse is not None:
+        idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=readable))
+        prefetch.append(
+            models.Prefetch(query=sparse, using=SPARSE, filter=shown, limit=depth, params=idf)
+        )
+
+    def fetch(limit: int) -> list[Any]:
+        return client.query_points(
+            collection,
+            prefetch=prefetch,
+            query=models.RrfQuery(rrf=models.Rrf(k=RRF_K + 1)),  # ranks from 0: 1 / (60 + rank)
+            query_filter=shown,
+            limit=limit,
+            with_payload=True,
+        ).points
+
+    return ranked(candidates(fetch, k), lambda c: c.id, float)[:k]  # RRF's tie rule: chunk id
+
+
+def ranked(
+    points: list[Any], tie: Callable[[Chunk], Any], precision: Callable[[float], Any]
+) -> list[Hit]:
+    """Hits best first by Qdrant's score (rounded to `precision`), equal scores in `tie` order."""
+    hits = [Hit(from_payload(Chunk, p.payload), float(precision(p.score))) for p in points]
+    return sorted(hits, key=lambda hit: (-hit.score, tie(hit.chunk)))

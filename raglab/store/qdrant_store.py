@@ -1,0 +1,460 @@
+"""The Qdrant store: the same index in a vector database, for corpora that outgrow one file.
+
+`QdrantStore` keeps what `SQLiteStore` keeps in two Qdrant collections: `<name>_chunks`
+(a point per chunk: its unit vector, the chunk's fields as payload) and `<name>_records`
+(a point per document, and one for the settings). It runs in qdrant-client's local mode
+(a folder, no server) or against a Qdrant server (`url=`), which scales out with sharding
+and replication.
+
+Access is a payload filter inside the query, never a pass over the results: Qdrant only
+scores points of the principal's tenant whose groups are empty or shared with the
+principal (`raglab.store.access`'s rule), on keyword-indexed payload fields:
+`readable_filter(principal)` is that filter.
+
+Same hits as the other stores, ties included: Qdrant picks the candidates (a few more
+than k, and more while the last still ties with the k-th); they are put in store order
+(document id, then chunk index) and scored by `raglab.retrieve.vectors.top_k`, as every store
+scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
+
+Keyword search: each chunk also holds a BM25 sparse vector. By default (`keyword="exact"`)
+`raglab.retrieve.retrieval` still fits BM25 on the asker's readable chunks, for scores identical to
+the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.store.qdrant_search`, which
+says why that is not the default).
+
+Qdrant has no transactions, so a transaction holds its writes back and applies them at
+its end. Subtle: the settings point first lists every document about to change (the
+*journal*); a journalled document is left out of every read and search until the last
+write clears the journal. A crash leaves those documents missing, never half-written,
+and the next `raglab index` re-adds them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+
+from raglab.records import Chunk, Hit, Principal
+from raglab.retrieve.vectors import normalise, top_k
+from raglab.store._qdrant_points import (
+    META_ID,
+    connect,
+    create_chunk_collection,
+    delete_documents,
+    dense,
+    field_is,
+    from_payload,
+    meta_point,
+    point,
+    qdrant,
+    readable_filter,
+    scroll,
+    store_order,
+    upsert,
+)
+from raglab.store.access import AccessIndex
+from raglab.store.qdrant_search import (
+    KEYWORD_MODES,
+    SPARSE_FIELDS,
+    chunk_points,
+    dense_candidates,
+    hybrid_hits,
+    keyword_hits,
+    rewrite_stale,
+)
+from raglab.store.stores import (
+    META_KEYS,
+    DocRecord,
+    StoreError,
+    _check_dim,
+    _checked_meta,
+    _checked_query,
+    _dim_from_meta,
+    _empty_meta,
+    _prepare_documents,
+    _StoredDocument,
+)
+from raglab.validation import check_int
+
+FORMAT = "raglab-index"
+SCHEMA_VERSION = 3
+"""Bumped whenever the points change (2: each chunk has a BM25 sparse vector; 3: and its
+content stems); an index of another version is refused."""
+
+
+@dataclass
+class _Pending:
+    """Writes held back by an open transaction, applied when it ends."""
+
+    dim: int | None
+    meta: dict[str, Any]
+    deleted: set[str] = field(default_factory=set)
+    added: dict[str, _StoredDocument] = field(default_factory=dict)
+
+
+class QdrantStore:
+    """Chunks, vectors, document records and settings in Qdrant (local folder or server).
+
+    Make one with `QdrantStore.create(path)`, reopen it with `QdrantStore.open(path)`, or
+    write with `QdrantStore.writing(path)`. `path` is a local folder; with `url=`, it is
+    the name of the index's collections on that server. Reads see what has been
+    committed: writes inside a `transaction()` land together when it ends. A local folder
+    is open in one store at a time: `close()` it before opening it again.
+    """
+
+    def __init__(
+        self, client: Any, name: str, where: str, *, exact: bool = False, keyword: str = "exact"
+    ) -> None:
+        """Use `create`, `open` or `writing`; this wraps an already checked client."""
+        if keyword not in KEYWORD_MODES:
+            choices = ", ".join(KEYWORD_MODES)
+            raise ValueError(f"unknown keyword mode {keyword!r}; choose from: {choices}")
+        self.path = where  # how messages name the index (check_embedder reads it too)
+        self.exact = exact
+        self.keyword = keyword
+        self._client = client
+        self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
+        self._pending: _Pending | None = None
+        self._depth = 0
+        self._listing: tuple[str, list[Chunk], AccessIndex] | None = None  # see chunks()
+
+    def __repr__(self) -> str:
+        return f"QdrantStore({self.path!r}, dim={self.dim}, chunks={len(self)})"
+
+    # -- opening
+
+    @classmethod
+    def create(cls, path: str | Path, *, url: str | None = None, dim: int | None = None) -> Self:
+        """A new, empty index (refused if one is there already)."""
+        client, name, where = connect(path, url, must_exist=False)
+        store = cls(client, name, where)
+        if client.collection_exists(store._records_name):
+            store.close()
+            raise StoreError(f"{where} already exists; open it, or remove it first")
+        store._create(_check_dim(dim))
+        return store
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        url: str | None = None,
+        exact: bool = False,
+        keyword: str = "exact",
+    ) -> Self:
+        """An existing index; `StoreError` if it is missing or not a raglab index.
+
+        `keyword="server"` ranks by keyword in Qdrant (`keyword_search`; see
+        `raglab.store.qdrant_search`); "exact", the default, leaves BM25 to `raglab.retrieve.retrieval`.
+        """
+        client, name, where = connect(path, url, must_exist=True)
+        store = cls(client, name, where, exact=exact, keyword=keyword)
+        try:
+            if not client.collection_exists(store._records_name):
+                raise StoreError(f"{where} is not a raglab index (no {name!r} collections)")
+            store._read_meta()  # checks the format marker and the schema version
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def open_or_create(cls, path: str | Path, *, url: str | None = None) -> Self:
+        client, name, where = connect(path, url, must_exist=False)
+        store = cls(client, name, where)
+        try:
+            if not client.collection_exists(store._records_name):
+                store._create(None)
+            store._read_meta()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    @contextmanager
+    def writing(cls, path: str | Path, *, url: str | None = None) -> Iterator[Self]:
+        """The index at `path` (created if missing), its writes applied together at the end."""
+        store = cls.open_or_create(path, url=url)
+        try:
+            with store.transaction():
+                yield store
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        self._client.close()  # in local mode, this lets go of the folder
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _create(self, dim: int | None) -> None:
+        self._client.create_collection(self._records_name, vectors_config={})
+        self._write_meta({**_empty_meta(), "dim": dim, "journal": []})
+
+    # -- reading (committed state only)
+
+    @property
+    def dim(self) -> int | None:
+        return self._read_meta()["dim"]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        stored = self._read_meta()
+        return {key: stored.get(key) for key in META_KEYS}
+
+    def __len__(self) -> int:
+        if not self._client.collection_exists(self._chunks_name):
+            return 0
+        every = readable_filter(None, self._read_meta()["journal"])
+        return self._client.count(self._chunks_name, count_filter=every, exact=True).count
+
+    def documents(self) -> dict[str, DocRecord]:
+        journal = set(self._read_meta()["journal"])
+        kind = qdrant().models.Filter(must=[field_is("kind", "document")])
+        records = [
+            from_payload(DocRecord, p.payload)
+            for p in scroll(self._client, self._records_name, kind)
+        ]
+        return {r.id: r for r in sorted(records, key=lambda r: r.id) if r.id not in journal}
+
+    def chunks(self, principal: Principal | None = None) -> list[Chunk]:
+        """Every chunk in store order (document id, then chunk index), or those `principal` may read.
+
+        What BM25 and a fitted embedder need; read once per version of the index and kept,
+        as the SQLite store does (a search never needs them: Qdrant filters and scores).
+        """
+        meta = self._read_meta()
+        if self._listing is None or self._listing[0] != meta.get("generation"):
+            self._listing = (meta.get("generation"), *self._read_chunks(meta))
+        _, chunks, access = self._listing
+        if principal is None:
+            return list(chunks)
+        return [chunks[row] for row in access.eligible_rows(principal)]
+
+    def vectors(self) -> np.ndarray:
+        """Every vector in store order, one read-only row per chunk of `chunks()`.
+
+        Read from the server each time: only `sync` asks, to reuse vectors of unchanged text.
+        """
+        meta = self._read_meta()
+        if not self._client.collection_exists(self._chunks_name):
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        every = readable_filter(None, meta["journal"])
+        points = scroll(self._client, self._chunks_name, every, vectors=[""])
+        points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
+        matrix = np.array([dense(p.vector) for p in points], dtype=np.float32).reshape(
+            len(points), -1
+        )
+        matrix.flags.writeable = False
+        return matrix
+
+    @property
+    def keyword_search(self) -> Callable[..., list[Hit]] | None:
+        """BM25 in the server when opened with `keyword="server"`, else None: then
+        `raglab.retrieve.retrieval` fits BM25 itself on the asker's readable chunks (exact)."""
+        return self._keyword_search if self.keyword == "server" else None
+
+    @property
+    def known_stems(self) -> Callable[[Principal, Iterable[str]], frozenset[str]] | None:
+        """With `keyword="server"`, the answerer's vocabulary lookup (`_known_stems`), so a
+        cold ask reads no chunk beyond its hits; else None: the answerer then collects the
+        words of `chunks(principal)`, which exact BM25 has read already."""
+        return self._known_stems if self.keyword == "server" else None
+
+    def _known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        """Those of the content `stems` that a chunk `principal` may read uses: one count a
+        stem, the access filter inside it (`raglab.generate.abstention.vocabulary`, in the server)."""
+        models = qdrant().models
+        if not self._client.collection_exists(self._chunks_name):
+            return frozenset()
+        readable = readable_filter(principal, self._read_meta()["journal"])
+        return frozenset(
+            stem
+            for stem in sorted(set(stems))
+            if self._client.count(
+                self._chunks_name,
+                count_filter=models.Filter(must=[readable, field_is("stems", stem)]),
+                exact=True,
+            ).count
+        )
+
+    def _keyword_search(
+        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+    ) -> list[Hit]:
+        """The top-k chunks by BM25 in Qdrant, among those `principal` may read."""
+        k = check_int("k", k, minimum=1)
+        readable = readable_filter(principal, self._read_meta()["journal"])
+        return keyword_hits(self._client, self._chunks_name, question, readable, k, min_score)
+
+    def hybrid_search(
+        self, query: np.ndarray, question: str, principal: Principal, k: int
+    ) -> list[Hit]:
+        """The top-k chunks by dense and BM25 rankings fused with RRF in one Qdrant query,
+        among the chunks `principal` may read, less the documents hidden from them."""
+        from raglab.store.versions import hidden_doc_ids  # it imports the stores
+
+        k = check_int("k", k, minimum=1)
+        meta = self._read_meta()
+        q = normalise(_checked_query(query, meta["dim"]))
+        readable = readable_filter(principal, meta["journal"])
+        shown = readable_filter(principal, [*meta["journal"], *hidden_doc_ids(self, principal)])
+        where = {"readable": readable, "shown": shown, "exact": self.exact}
+        return hybrid_hits(self._client, self._chunks_name, q, question, k, **where)
+
+    def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
+        if not self._client.collection_exists(self._chunks_name):
+            return [], AccessIndex([])
+        points = scroll(self._client, self._chunks_name, readable_filter(None, meta["journal"]))
+        chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
+        return chunks, AccessIndex(chunks)
+
+    def search(
+        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
+        """Qdrant finds the candidates among the chunks `principal` may read; raglab ranks them."""
+        k = check_int("k", k, minimum=1)
+        meta = self._read_meta()
+        q = _checked_query(query, meta["dim"])
+        if not self._client.collection_exists(self._chunks_name):
+            return []
+        readable = readable_filter(principal, meta["journal"])
+        points = dense_candidates(
+            self._client, self._chunks_name, normalise(q), readable, k, self.exact
+        )
+        if not points:
+            return []
+        # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
+        pairs = sorted(
+            ((from_payload(Chunk, p.payload), dense(p.vector)) for p in points),
+            key=lambda c: store_order(c[0]),
+        )
+        rows = np.array([vector for _, vector in pairs], dtype=np.float32)
+        positions, scores = top_k(q, rows, k, normalised=True)  # as `raglab.store.stores` scores
+        hits = [Hit(pairs[p][0], float(s)) for p, s in zip(positions, scores)]
+        return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
+
+    # -- writing
+
+    def add(
+        self, chunks: Sequence[Chunk], vectors: np.ndarray, *, documents: Iterable[DocRecord] = ()
+    ) -> None:
+        documents = list(documents)
+        with self.transaction():
+            pending = self._writes()
+            ids = {chunk.doc_id for chunk in chunks} | {record.id for record in documents}
+            existing = (set(self.documents()) & (ids - pending.deleted)) | set(pending.added)
+            dim, stored = _prepare_documents(chunks, vectors, documents, pending.dim, existing)
+            pending.dim = dim
+            pending.added.update((doc.record.id, doc) for doc in stored)
+
+    def delete_document(self, doc_id: str) -> int:
+        with self.transaction():
+            pending = self._writes()
+            if doc_id in pending.added:
+                return len(pending.added.pop(doc_id).chunks)
+            if doc_id in pending.deleted:
+                return 0
+            pending.deleted.add(doc_id)
+            return self._count_chunks(doc_id)
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        with self.transaction():
+            pending = self._writes()
+            updated = _checked_meta(meta, pending.meta)
+            pending.dim = _dim_from_meta(updated, pending.dim)
+            pending.meta = updated
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes inside are held back and applied when the outermost transaction ends;
+        on an exception they are dropped, and the index stays as it was."""
+        if self._depth == 0:
+            stored = self._read_meta()
+            self._pending = _Pending(stored["dim"], {key: stored.get(key) for key in META_KEYS})
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            if self._depth == 1:
+                self._pending = None
+            raise
+        finally:
+            self._depth -= 1
+        if self._depth == 0:
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                self._commit(pending)
+
+    def _commit(self, pending: _Pending) -> None:
+        """Apply held-back writes; documents being changed stay hidden until the last write."""
+        journal = set(self._read_meta()["journal"])  # left by a commit that never finished
+        touched = pending.deleted | set(pending.added) | journal
+        settings = {**pending.meta, "dim": pending.dim}
+        if touched:
+            self._write_meta({**settings, "journal": sorted(touched)})
+        gone = sorted(pending.deleted | journal)
+        delete_documents(self._client, self._records_name, self._chunks_name, gone)
+        docs = [pending.added[doc_id] for doc_id in sorted(pending.added)]
+        if any(doc.chunks for doc in docs):
+            create_chunk_collection(self._client, self._chunks_name, pending.dim)
+        if self._client.collection_exists(self._chunks_name):
+            self._write_chunks(docs)
+        self._upsert(self._records_name, [point("document", doc.record) for doc in docs])
+        self._write_meta({**settings, "journal": []})
+
+    def _write_chunks(self, docs: list[_StoredDocument]) -> None:
+        """Upsert the chunks of `docs`, then rewrite the sparse vectors of the chunks kept
+        whose tenant's avgdl moved (`raglab.store.qdrant_search`)."""
+        kept = scroll(self._client, self._chunks_name, None, payload=list(SPARSE_FIELDS))
+        added = [(c, v) for doc in docs for c, v in zip(doc.chunks, doc.vectors)]
+        points, avgdl = chunk_points(added, kept)
+        self._upsert(self._chunks_name, points)
+        rewrite_stale(self._client, self._chunks_name, kept, avgdl)
+
+    # -- internals
+
+    def _writes(self) -> _Pending:
+        """The writes held back by the open transaction (each write opens one)."""
+        if self._pending is None:
+            raise RuntimeError("no transaction is open")
+        return self._pending
+
+    def _read_meta(self) -> dict[str, Any]:
+        found = self._client.retrieve(self._records_name, [META_ID], with_payload=True)
+        meta = found[0].payload if found else {}
+        if meta.get("format") != FORMAT:
+            raise StoreError(f"{self.path} is not a raglab index (no {FORMAT!r} marker)")
+        version = meta.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version!r}; this raglab reads "
+                f"{SCHEMA_VERSION}: rebuild the index, or use the raglab that made it"
+            )
+        return meta
+
+    def _write_meta(self, values: Mapping[str, Any]) -> None:
+        payload = {**values, "kind": "meta", "format": FORMAT, "schema_version": SCHEMA_VERSION}
+        payload["generation"] = uuid.uuid4().hex  # new with every write: cached reads expire
+        self._upsert(self._records_name, [meta_point(payload)])
+
+    def _count_chunks(self, doc_id: str) -> int:
+        """The chunks `doc_id` has in the index as committed (0 while it is journalled)."""
+        meta = self._read_meta()
+        if doc_id in meta["journal"] or not self._client.collection_exists(self._chunks_name):
+            return 0
+        of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
+        return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
+
+    def _upsert(self, collection: str, points: list[Any]) -> None:
+        upsert(self._client, collection, points)

@@ -1,0 +1,198 @@
+"""The SQLite index file's tables, and how a file is opened, checked and its errors reported.
+
+Split from `raglab.store.sqlite_store`, which reads and writes the rows. Besides documents and
+chunks, the file holds what a cold `raglab ask` needs without reading every chunk:
+BM25 postings per access partition (`raglab.store.sqlite_postings`) and the content stems each
+partition uses (`raglab.store.sqlite_stems`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from raglab.records import Chunk
+from raglab.store.stores import StoreError, _empty_meta
+
+SCHEMA_VERSION = 3
+"""Bumped whenever the tables change; a file with another version is refused, not guessed at.
+2: chunk ids, access partitions and BM25 postings. 3: each partition's content stems."""
+
+LOCK_WAIT_SECONDS = 10.0
+"""How long a reader or writer waits for another process's write to finish before giving up."""
+
+FORMAT = "raglab-index"
+"""Written into every index's meta table, so any other SQLite file is recognised as foreign."""
+
+# Chunk ids never come back once deleted (AUTOINCREMENT): postings and the vector file
+# name chunks by id, so an id must always mean the same chunk.
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);  -- values are JSON
+CREATE TABLE documents (
+    id TEXT PRIMARY KEY, version TEXT NOT NULL, hash TEXT NOT NULL,
+    tenant TEXT NOT NULL, groups TEXT NOT NULL, title TEXT NOT NULL
+);
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL REFERENCES documents(id), idx INTEGER NOT NULL,
+    text TEXT NOT NULL, start_char INTEGER NOT NULL, end_char INTEGER NOT NULL,
+    heading TEXT NOT NULL, title TEXT NOT NULL, tenant TEXT NOT NULL, groups TEXT NOT NULL,
+    doc_version TEXT NOT NULL,
+    vector BLOB NOT NULL,  -- little-endian float32, dim * 4 bytes
+    UNIQUE (doc_id, idx)
+);
+-- One row per access partition: the chunks of one tenant with one set of groups.
+CREATE TABLE parts (
+    id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, groups TEXT NOT NULL,
+    n_chunks INTEGER NOT NULL, n_tokens INTEGER NOT NULL, UNIQUE (tenant, groups)
+);
+-- A word's postings in one partition: packed (chunk id, count, chunk length) records.
+CREATE TABLE postings (
+    term TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term, part)
+) WITHOUT ROWID;
+-- How many chunks of a partition use a content stem in their title, heading or text.
+CREATE TABLE stems (
+    stem TEXT NOT NULL, part INTEGER NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stem, part)
+) WITHOUT ROWID
+"""
+
+
+def connect(path: Path, *, mode: str) -> sqlite3.Connection:
+    """A connection in autocommit mode: `SQLiteStore.transaction` issues BEGIN/COMMIT itself."""
+    # mode=rw never creates a file, so opening a mistyped path cannot leave an empty index behind.
+    if path.exists() and not path.is_file():
+        raise StoreError(f"index file {str(path)!r} is not a file")
+    uri = f"{path.resolve().as_uri()}?mode={mode}"
+    try:
+        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=LOCK_WAIT_SECONDS)
+    except sqlite3.Error as error:
+        raise StoreError(f"index file {str(path)!r} cannot be opened ({error})") from None
+
+
+@contextmanager
+def sqlite_errors(path: Path) -> Iterator[None]:
+    """Turn SQLite's exceptions into a `StoreError` that names the file and says what to do."""
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        raise _store_error(path, error) from None
+
+
+def _store_error(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    name, code = str(path), getattr(error, "sqlite_errorname", "")
+    if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StoreError(
+            f"index file {name!r} is being written by another process (waited "
+            f"{LOCK_WAIT_SECONDS:g} s): try again when it has finished"
+        )
+    if code.startswith("SQLITE_NOTADB"):  # maybe the user's own file: never say "delete it"
+        return StoreError(f"index file {name!r} is not a raglab index (not a SQLite database)")
+    return StoreError(f"index file {name!r} is corrupt ({error}): {REBUILD}")
+
+
+CHUNK_COLUMNS = (
+    "doc_id, idx, text, start_char, end_char, heading, title, tenant, groups, doc_version, vector"
+)
+READ_COLUMNS = CHUNK_COLUMNS.removesuffix(", vector")  # what a Chunk is made of
+
+
+def chunk_of(row: Sequence[Any], parsed: dict[str, tuple[str, ...]] | None = None) -> Chunk:
+    """The Chunk of a row read in READ_COLUMNS (or CHUNK_COLUMNS) order.
+
+    The first eight columns are Chunk's own first eight fields. `parsed` remembers the
+    groups lists already parsed, when many rows are read at once.
+    """
+    parsed = {} if parsed is None else parsed
+    if row[8] not in parsed:
+        parsed[row[8]] = tuple(json.loads(row[8]))
+    return Chunk(*row[:8], parsed[row[8]], row[9])
+
+
+def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
+    """A chunk as a row, in CHUNK_COLUMNS order."""
+    return (
+        chunk.doc_id,
+        chunk.index,
+        chunk.text,
+        chunk.start,
+        chunk.end,
+        chunk.heading,
+        chunk.title,
+        chunk.tenant,
+        json.dumps(list(chunk.groups)),
+        chunk.doc_version,
+        vector.astype("<f4").tobytes(),
+    )
+
+
+REBUILD = "delete it and run raglab index again"
+
+
+def tables(con: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def create_schema(con: sqlite3.Connection, dim: int | None) -> None:
+    """The tables and settings of a new index, written inside the caller's transaction."""
+    meta = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "dim": dim, **_empty_meta()}
+    for statement in _SCHEMA.split(";"):  # not executescript: it would COMMIT the caller's BEGIN
+        con.execute(statement)
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+
+
+def check_schema(con: sqlite3.Connection, path: Path) -> None:
+    """Refuse anything that is not a complete raglab index of this schema version."""
+    name = str(path)
+    with sqlite_errors(path):
+        names = tables(con)
+    if not names:  # a first build holds its tables back until it has finished
+        raise StoreError(
+            f"index file {name!r} is incomplete (its first build did not finish, or is still "
+            "running): run raglab index again"
+        )
+    missing = sorted({"meta", "documents", "chunks"} - names)  # a raglab file has these
+    if missing:
+        raise StoreError(
+            f"index file {name!r} is not a raglab index (missing tables: {', '.join(missing)})"
+        )
+    meta = read_meta(con, path)
+    if meta.get("format") != FORMAT:
+        raise StoreError(
+            f"index file {name!r} is not a raglab index (no {FORMAT!r} marker in its meta table)"
+        )
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        fix = (
+            "newer than this raglab reads ({}): upgrade raglab"
+            if newer
+            else ("this raglab reads {}: rebuild the index")
+        )
+        raise StoreError(
+            f"index file {name!r} has schema version {version!r}, " + fix.format(SCHEMA_VERSION)
+        )
+
+
+def check_pages(con: sqlite3.Connection, path: Path) -> None:
+    """Read every page once before writing: an incremental run skips unchanged documents,
+    so without this it would report success on a damaged file."""
+    problems = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        raise StoreError(f"index file {str(path)!r} is corrupt ({'; '.join(problems)}): {REBUILD}")
+
+
+def read_meta(con: sqlite3.Connection, path: Path) -> dict[str, Any]:
+    with sqlite_errors(path):
+        rows = con.execute("SELECT key, value FROM meta").fetchall()
+    try:
+        return {key: json.loads(value) for key, value in rows}
+    except (json.JSONDecodeError, TypeError) as error:
+        raise StoreError(
+            f"index file {str(path)!r} is corrupt (unreadable meta table: {error}): {REBUILD}"
+        ) from None

@@ -1,0 +1,426 @@
+"""The SQLite store: one index file holding documents, chunks, float32 vectors and settings.
+
+It returns the same hits as the in-memory store (`raglab.store.stores`), ties included; only
+where the rows live differs. A search reads no more than it needs, so that a cold
+`raglab ask` does not grow with the corpus: dense search maps the vectors from a file
+beside the index (`raglab.store.sqlite_vectors`), keyword search reads the postings of the
+question's words (`raglab.store.sqlite_postings`), and only the hits' chunks are read back;
+the answerer looks the question's stems up in each partition's stems (`raglab.store.sqlite_stems`).
+The tables and file checks are in `raglab.store.sqlite_schema`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any, Self
+from uuid import uuid4
+
+import numpy as np
+
+from raglab.records import Chunk, Hit, Principal
+from raglab.store.sqlite_postings import Postings, part_key
+from raglab.store.sqlite_schema import (
+    CHUNK_COLUMNS,
+    LOCK_WAIT_SECONDS,
+    READ_COLUMNS,
+    REBUILD,
+    SCHEMA_VERSION,
+    check_pages,
+    check_schema,
+    chunk_of,
+    chunk_row,
+    connect,
+    create_schema,
+    read_meta,
+    sqlite_errors,
+    tables,
+)
+from raglab.store.sqlite_stems import Stems
+from raglab.store.sqlite_vectors import VectorFile, change_counter, vector_file
+
+# The reading path and the settings checks are shared with the memory store.
+from raglab.store.stores import (
+    META_KEYS,
+    DocRecord,
+    StoreError,
+    _check_dim,
+    _checked_meta,
+    _checked_query,
+    _dim_from_meta,
+    _prepare_documents,
+    _Snapshot,
+    _SnapshotReads,
+)
+from raglab.validation import check_int
+
+__all__ = ["LOCK_WAIT_SECONDS", "SCHEMA_VERSION", "SQLiteStore"]
+
+
+class SQLiteStore(_SnapshotReads):
+    """A store in one SQLite file: documents, chunks, float32 vectors and the index settings.
+
+    Make one with `SQLiteStore.create(path)`, reopen it with `SQLiteStore.open(path)`;
+    `SQLiteStore.writing(path)` is the one way to write a file another process may use.
+    A search maps the vectors and reads postings as they are after the last write (here or
+    by another process); `chunks()` and `vectors()` read every row into memory once.
+    Order is by document id, then chunk index: SQLite compares text as UTF-8 bytes,
+    which sorts exactly like Python compares str.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        """Use `create`, `open` or `writing`; this wraps an already checked connection."""
+        self.path = path
+        self._con = connection
+        self._depth = 0  # transaction nesting: only the outermost one commits
+        self._snapshot: _Snapshot | None = None
+        self._data_version = -1
+        self._postings = Postings(connection)
+        self._stems = Stems(connection)
+        self._changed = False  # chunks written in this transaction: a new vector file is due
+        self._vector_file: VectorFile | None = None
+        self._load_settings()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r}, dim={self._dim}, chunks={len(self)})"
+
+    # -- opening
+
+    @classmethod
+    def create(cls, path: str | Path, *, dim: int | None = None) -> SQLiteStore:
+        """A new, empty index file at `path` (refused if the file exists)."""
+        path = Path(path)
+        dim = _check_dim(dim)
+        if path.exists():
+            raise StoreError(
+                f"index file {str(path)!r} already exists; open it, or remove it first"
+            )
+        return cls.open_or_create(path, dim=dim)
+
+    @classmethod
+    def open(cls, path: str | Path) -> SQLiteStore:
+        """An existing index file; `StoreError` if it is missing, corrupt or not a raglab index."""
+        path = Path(path)
+        if not path.exists():
+            raise StoreError(f"index file {str(path)!r} does not exist")
+        con = connect(path, mode="rw")
+        try:
+            check_schema(con, path)
+            return cls(con, path)
+        except BaseException:
+            con.close()
+            raise
+
+    @classmethod
+    def open_or_create(cls, path: str | Path, *, dim: int | None = None) -> SQLiteStore:
+        """Open the index at `path`, or create an empty one when there is no file yet."""
+        with cls.writing(path, dim=dim) as store:
+            return store
+
+    @classmethod
+    @contextmanager
+    def writing(cls, path: str | Path, *, dim: int | None = None) -> Iterator[SQLiteStore]:
+        """The index at `path` (created if missing) for one writer, locked for the whole block.
+
+        Everything written inside the block lands together when it ends, or not at all:
+        a first build cut short (even by kill -9) leaves an empty file that readers call
+        incomplete, never half an index. A second writer waits up to `LOCK_WAIT_SECONDS`
+        for the lock and then fails with a clear message, instead of mixing its corpus
+        into ours. The store stays open for reading after the block.
+        """
+        path = Path(path)
+        con = connect(path, mode="rwc")
+        try:
+            with sqlite_errors(path):
+                con.execute("BEGIN IMMEDIATE")  # the write lock, held until COMMIT below
+                if tables(con):
+                    check_schema(con, path)
+                    check_pages(con, path)
+                else:  # a new file, or one whose first build never finished
+                    create_schema(con, _check_dim(dim))
+            store = cls(con, path)
+        except BaseException:
+            con.close()
+            raise
+        store._depth = 1  # store.transaction() blocks inside this one nest into it
+        try:
+            yield store
+        except BaseException:
+            store.close()  # closing inside a transaction rolls it back
+            raise
+        store._end("COMMIT")
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading
+
+    @property
+    def dim(self) -> int | None:
+        self._refresh()
+        return self._dim
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        self._refresh()
+        return json.loads(json.dumps(self._meta))
+
+    def __len__(self) -> int:
+        return self._run("SELECT COUNT(*) FROM chunks")[0][0]
+
+    def documents(self) -> dict[str, DocRecord]:
+        rows = self._run(
+            "SELECT id, version, hash, tenant, groups, title FROM documents ORDER BY id"
+        )
+        return {
+            doc_id: DocRecord(doc_id, version, hash_, tenant, tuple(json.loads(groups)), title)
+            for doc_id, version, hash_, tenant, groups, title in rows
+        }
+
+    def search(
+        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+    ) -> list[Hit]:
+        self._refresh()
+        if self._depth or not self._generation:  # inside a write: read the rows as they stand
+            return super().search(query, principal, k, min_score=min_score)
+        k = check_int("k", k, minimum=1)
+        q = _checked_query(query, self._dim)
+        with self._reading():  # one view of the file: no write lands between the reads
+            parts = self._postings.readable_parts(principal)
+            _, ids, scores = self._vectors().search(q, set(parts), k)
+            chunks = self._chunks_by_id(ids)
+        hits = [Hit(chunks[i], float(s)) for i, s in zip(ids.tolist(), scores, strict=True)]
+        return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
+
+    def keyword_search(
+        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+    ) -> list[Hit]:
+        """The top-k chunks by BM25 fitted on the chunks `principal` may read, scoring above
+        `min_score` (>= 0): the hits of `raglab.retrieve.bm25.BM25`, read from the stored postings."""
+        k = check_int("k", k, minimum=1)
+        self._refresh()
+        # Inside a write, count what it wrote so far; outside, read one state of the file.
+        with nullcontext() if self._depth else self._reading(), sqlite_errors(self.path):
+            if self._depth:
+                self._postings.flush()
+            ids, scores = self._postings.scores(question, principal)
+            keep = scores > min_score
+            ids, scores = ids[keep], scores[keep]
+            if len(scores) > k:  # only the k-th best score and above can be hits (ties too)
+                keep = scores >= -np.partition(-scores, k - 1)[k - 1]
+                ids, scores = ids[keep], scores[keep]
+            chunks = self._chunks_by_id(ids)
+        found = [(float(s), chunks[i]) for i, s in zip(ids.tolist(), scores, strict=True)]
+        # Best first; equal scores in store order (document id, then chunk index), as BM25.
+        found.sort(key=lambda hit: (-hit[0], hit[1].doc_id, hit[1].index))
+        return [Hit(chunk, score) for score, chunk in found[:k]]
+
+    def known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        """Those of the content `stems` that a chunk `principal` may read uses: what
+        `raglab.generate.abstention.vocabulary(self.chunks(principal))` holds of them, read from
+        the stored stems instead of every chunk."""
+        wanted = sorted(set(stems))
+        self._refresh()
+        with nullcontext() if self._depth else self._reading(), sqlite_errors(self.path):
+            if self._depth:
+                self._stems.flush()
+            return self._stems.known(wanted, list(self._postings.readable_parts(principal)))
+
+    # -- writing
+
+    def add(
+        self, chunks: Sequence[Chunk], vectors: np.ndarray, *, documents: Iterable[DocRecord] = ()
+    ) -> None:
+        self._refresh()
+        existing = {row[0] for row in self._run("SELECT id FROM documents")}
+        dim, stored = _prepare_documents(chunks, vectors, documents, self._dim, existing)
+        with self.transaction():
+            if dim != self._dim:
+                self._write_meta({"dim": dim})
+                self._dim = dim
+            self._run_many(
+                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (r.id, r.version, r.hash, r.tenant, json.dumps(list(r.groups)), r.title)
+                    for r in (d.record for d in stored)
+                ],
+            )
+            new = [c for doc in stored for c in doc.chunks]
+            first = 1 + self._run("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence")[0][0]
+            ids = range(first, first + len(new))
+            self._run_many(
+                f"INSERT INTO chunks (id, {CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (i, *chunk_row(chunk, vector))
+                    for i, (chunk, vector) in zip(
+                        ids, ((c, v) for d in stored for c, v in zip(d.chunks, d.vectors))
+                    )
+                ],
+            )
+            parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
+            self._postings.add(ids, [c.text for c in new], parts)
+            self._stems.add(new, parts)
+            self._changed = True
+
+    def delete_document(self, doc_id: str) -> int:
+        with self.transaction():
+            rows = self._run(f"SELECT id, {READ_COLUMNS} FROM chunks WHERE doc_id = ?", (doc_id,))
+            chunks = [chunk_of(row[1:]) for row in rows]
+            parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in chunks])
+            self._postings.remove([r[0] for r in rows], [c.text for c in chunks], parts)
+            self._stems.remove(chunks, parts)
+            self._run("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+            self._changed = self._changed or bool(rows)
+            removed = len(rows)
+            self._run("DELETE FROM documents WHERE id = ?", (doc_id,))
+        return removed
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        self._refresh()
+        updated = _checked_meta(meta, self._meta)
+        dim = _dim_from_meta(updated, self._dim)
+        with self.transaction():
+            self._write_meta({**{key: updated[key] for key in META_KEYS}, "dim": dim})
+            self._meta, self._dim = updated, dim
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One SQLite transaction: on an exception everything written inside is rolled back."""
+        if self._depth:  # already inside one: the outermost transaction decides
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._run("BEGIN IMMEDIATE")  # take the write lock now, not halfway through
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._end("ROLLBACK")
+            raise
+        self._end("COMMIT")
+
+    # -- internals
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Every statement goes through here, so every SQLite failure becomes one clear error."""
+        with sqlite_errors(self.path):
+            return self._con.execute(sql, params).fetchall()
+
+    def _run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with sqlite_errors(self.path):
+            self._con.executemany(sql, rows)
+
+    def _end(self, statement: str) -> None:
+        """COMMIT or ROLLBACK the outermost transaction, then forget what may not have landed."""
+        changed = self._changed and statement == "COMMIT"
+        try:
+            if changed:  # postings, stems and the vectors' generation land with the chunks
+                self._postings.flush()
+                self._stems.flush()
+                self._write_meta({"generation": uuid4().hex})
+            self._run(statement)
+        except BaseException:  # a COMMIT refused (say, busy) leaves the transaction open: end it
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
+            changed = False
+            raise
+        finally:
+            self._depth = 0
+            self._snapshot = None
+            self._changed = False
+            self._postings.discard()
+            self._stems.discard()
+        self._load_settings()
+        if changed and self._dim:
+            with self._reading():  # written now, so the first question finds them ready
+                self._vectors()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read transaction: while it lasts, no other process can commit a write."""
+        self._run("BEGIN")
+        try:
+            self._run("SELECT 1 FROM meta LIMIT 1")  # BEGIN is lazy: this takes the read lock
+            yield
+        finally:
+            self._run("COMMIT")
+
+    def _write_meta(self, values: Mapping[str, Any]) -> None:
+        self._run_many(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            [(k, json.dumps(v)) for k, v in values.items()],
+        )
+
+    def _load_settings(self) -> None:
+        stored = read_meta(self._con, self.path)
+        self._dim = stored.get("dim")
+        self._meta = {key: stored.get(key) for key in META_KEYS}
+        self._generation = stored.get("generation", "")
+        self._vector_file = None
+        self._data_version = self._run("PRAGMA data_version")[0][0]
+
+    def _refresh(self) -> None:
+        """Drop what is cached if another connection has written to the file since."""
+        if self._depth:
+            return
+        if self._run("PRAGMA data_version")[0][0] != self._data_version:
+            self._snapshot = None
+            self._load_settings()
+
+    def _vectors(self) -> VectorFile:
+        """The vectors file of the index as it is now (call inside `_reading`).
+
+        Named by the generation raglab wrote and by SQLite's change counter, which any
+        commit moves, so an index changed by other software is never read stale.
+        """
+        if self._vector_file is None:
+            generation = f"{self._generation}-{change_counter(self.path)}"
+            with sqlite_errors(self.path):
+                self._vector_file = vector_file(self._con, self.path, generation, self._dim or 0)
+        return self._vector_file
+
+    def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
+        """The chunks with these ids, read a few hundred at a time (SQLite caps parameters)."""
+        found: dict[int, Chunk] = {}
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500].tolist()
+            sql = (
+                f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({', '.join('?' * len(batch))})"
+            )
+            found.update((row[0], chunk_of(row[1:])) for row in self._run(sql, batch))
+        return found
+
+    def _current(self) -> _Snapshot:
+        self._refresh()
+        if self._snapshot is None:
+            self._snapshot = self._load_snapshot()
+        return self._snapshot
+
+    def _load_snapshot(self) -> _Snapshot:
+        """Every chunk and vector in store order, the vectors as one matrix."""
+        rows = self._run(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx")
+        parsed: dict[str, tuple[str, ...]] = {}  # few distinct group lists: parse each once
+        chunks = tuple(chunk_of(row, parsed) for row in rows)
+        dim = self._dim or 0
+        blob = b"".join(row[-1] for row in rows)
+        if len(blob) != len(rows) * dim * 4:
+            raise StoreError(
+                f"index file {str(self.path)!r} is corrupt (vector blobs do not "
+                f"match dim={dim}): {REBUILD}"
+            )
+        # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
+        matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
+        matrix.setflags(write=False)
+        return _Snapshot(chunks, matrix)

@@ -1,0 +1,147 @@
+"""The SQLite index's vectors as a memory-mapped file beside it, for a cold search.
+
+Reading every vector blob out of SQLite and copying it into one matrix costs a cold
+`raglab ask` time and memory in proportion to the corpus. So after every write the store
+also writes its vectors, in store order, to `<index>.<generation>.vectors.npy`, and each
+row's chunk id and access partition to `<index>.<generation>.rows.npy`; a search maps
+them (`np.load(mmap_mode="r")`): the operating system pages in what is read, nothing is
+copied, and the eligible rows are scored a block at a time.
+
+The SQLite file stays the one truth. `generation` names its state: a random name
+written into the index's meta table with every write, in the same transaction, and
+SQLite's change counter, so files of any other generation are stale and never read
+(they are deleted when the next ones are written); a missing file (a crash between commit and
+writing it, a copied index) is rebuilt from SQLite, or, in a folder we may not write,
+held in memory.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from raglab.retrieve.vectors import select_top_k, top_k
+from raglab.store.sqlite_postings import part_key
+from raglab.store.sqlite_schema import REBUILD
+from raglab.store.stores import StoreError
+
+BLOCK_ROWS = 32_768
+"""Eligible rows scored at a time: the copy a block needs stays small (48 MB at dim 384)."""
+
+
+@dataclass(frozen=True)
+class VectorFile:
+    """Every vector in store order (read-only, usually memory-mapped), with its chunk id and part."""
+
+    matrix: np.ndarray  # (n, dim) float32
+    rows: np.ndarray  # (n, 2) int64: chunk id, partition id
+
+    def search(
+        self, query: np.ndarray, parts: set[int], k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Top-k among rows of `parts`: (store positions, chunk ids, float32 cosines), best first.
+
+        The same hits as `top_k` over the eligible rows copied out at once: scores are
+        computed row by row (`raglab.retrieve.vectors.exact_scores`), and the blocks' winners are
+        merged by score, then store position.
+        """
+        eligible = np.flatnonzero(np.isin(self.rows[:, 1], np.fromiter(parts, np.int64)))
+        if not eligible.size:
+            return eligible, eligible, np.empty(0, np.float32)
+        every_row = eligible.size == len(self.rows)
+        positions, scores = [], []
+        for start in range(0, eligible.size, BLOCK_ROWS):
+            block = eligible[start : start + BLOCK_ROWS]
+            # Every row eligible: a slice of the mapped file, no copy; else the block's rows.
+            rows = self.matrix[start : start + block.size] if every_row else self.matrix[block]
+            found = top_k(query, rows, k, normalised=True)
+            positions.append(block[found.indices])
+            scores.append(found.scores)
+        positions, scores = np.concatenate(positions), np.concatenate(scores)
+        order = np.argsort(positions, kind="stable")  # ties go to the lower store position
+        positions, scores = positions[order], scores[order]
+        chosen, best = select_top_k(scores, k)
+        return positions[chosen], self.rows[positions[chosen], 0], best
+
+
+def vector_file(con: sqlite3.Connection, index: Path, generation: str, dim: int) -> VectorFile:
+    """The vectors of `generation`, mapped from their files, written first if missing."""
+    vectors, rows = _paths(index, generation)
+    if not (vectors.exists() and rows.exists()):
+        try:
+            write_vector_file(con, index, generation, dim)
+        except OSError:  # a folder we may not write in: keep this process's copy in memory
+            return _read_rows(con, index, np.empty((_count(con), dim), np.float32))
+    return VectorFile(np.load(vectors, mmap_mode="r"), np.load(rows, mmap_mode="r"))
+
+
+def write_vector_file(con: sqlite3.Connection, index: Path, generation: str, dim: int) -> None:
+    """Write the files of `generation` from the index's rows, and delete other generations'."""
+    vectors, rows = _paths(index, generation)
+    handle, tmp = tempfile.mkstemp(dir=index.parent, prefix=f".{index.name}.", suffix=".npy")
+    os.close(handle)
+    try:
+        os.chmod(tmp, index.stat().st_mode & 0o666)  # readable by whoever may read the index
+        matrix = np.lib.format.open_memmap(
+            tmp, mode="w+", dtype=np.float32, shape=(_count(con), dim)
+        )
+        data = _read_rows(con, index, matrix)
+        matrix.flush()
+        del matrix
+        np.save(rows, data.rows)
+        os.replace(tmp, vectors)  # the vectors last: both files exist only once both are whole
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    for stale in index.parent.glob(f"{glob.escape(index.name)}.*.*.npy"):
+        if not stale.name.startswith(f"{index.name}.{generation}."):
+            stale.unlink(missing_ok=True)
+
+
+def _read_rows(con: sqlite3.Connection, index: Path, matrix: np.ndarray) -> VectorFile:
+    """Every row in store order, the vectors read a block at a time into `matrix`."""
+    parts = {
+        (tenant, groups): part
+        for part, tenant, groups in con.execute("SELECT id, tenant, groups FROM parts")
+    }
+    n, dim = matrix.shape
+    rows = np.empty((n, 2), np.int64)
+    cursor = con.execute("SELECT id, tenant, groups, vector FROM chunks ORDER BY doc_id, idx")
+    start = 0
+    while batch := cursor.fetchmany(BLOCK_ROWS):
+        end = start + len(batch)
+        blob = b"".join(row[3] for row in batch)
+        if len(blob) != len(batch) * dim * 4:
+            raise StoreError(
+                f"index file {str(index)!r} is corrupt (vector blobs do not "
+                f"match dim={dim}): {REBUILD}"
+            )
+        matrix[start:end] = np.frombuffer(blob, "<f4").reshape(len(batch), dim)
+        rows[start:end, 0] = [row[0] for row in batch]
+        rows[start:end, 1] = [
+            parts[part_key(tenant, json.loads(groups))] for _, tenant, groups, _ in batch
+        ]
+        start = end
+    return VectorFile(matrix, rows)
+
+
+def change_counter(index: Path) -> int:
+    """SQLite's file change counter (header bytes 24-27), moved by every commit to the file."""
+    with index.open("rb") as file:
+        file.seek(24)
+        return int.from_bytes(file.read(4), "big")
+
+
+def _count(con: sqlite3.Connection) -> int:
+    return con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+
+
+def _paths(index: Path, generation: str) -> tuple[Path, Path]:
+    stem = f"{index.name}.{generation}"
+    return index.with_name(f"{stem}.vectors.npy"), index.with_name(f"{stem}.rows.npy")

@@ -1,0 +1,221 @@
+"""Versions: a document that supersedes others hides them from retrieval.
+
+A new policy names the one it replaces in its front matter:
+
+    ---
+    title: Expenses policy 2025
+    tenant: acme
+    supersedes: [acme/policies/expenses-2023.md]
+    ---
+
+The old file stays in the corpus (claims for old costs are still judged by it), but it no
+longer answers: the 2023 limits cannot answer a question about 2025. Two rules keep this
+safe, one at load and one at retrieval:
+
+- at load (`supersedes_problems`): an id names not the document itself, a document of the
+  same tenant, and no chain of supersedes comes back to where it started. A document
+  breaking a rule is refused (the loader names it and the reason). An id naming no file
+  (the old version deleted, or a typo) hides nothing: the loader warns (`unknown_targets`);
+- at retrieval (`hidden_documents`): a document is hidden from a principal only when a
+  document superseding it (directly or through a chain) is one *that principal may read*.
+  Access stays first: a document the asker may not read can neither answer nor hide
+  another one, so no tenant's or group's document can make another's disappear.
+
+The index records who supersedes whom (`supersession`, kept in the store's meta by
+`raglab.store.indexing.sync`), so an index file honours it without the corpus folder.
+
+>>> from raglab.records import Document
+>>> docs = [Document("old.md", "x"), Document("new.md", "y", supersedes=("old.md",))]
+>>> supersession(docs)
+{'old.md': ['new.md']}
+>>> sorted(hidden_documents(supersession(docs), readable={"old.md", "new.md"}))
+['old.md']
+>>> sorted(hidden_documents(supersession(docs), readable={"old.md"}))
+[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from raglab.records import Chunk, Document, Hit, Principal
+from raglab.store.access import can_read
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from raglab.store.stores import VectorStore
+
+
+def supersession(documents: Iterable[Document]) -> dict[str, list[str]]:
+    """For each superseded document id, every document id that supersedes it, through chains.
+
+    If c supersedes b and b supersedes a, then a is superseded by b and c. Lists are
+    sorted; ids named but not among `documents` are kept (they hide nothing, harmlessly).
+    """
+    direct: dict[str, set[str]] = {}
+    for doc in documents:
+        for old in doc.supersedes:
+            direct.setdefault(old, set()).add(doc.id)
+    closed: dict[str, list[str]] = {}
+    for old in sorted(direct):
+        newer: set[str] = set()
+        todo = list(direct[old])
+        while todo:
+            doc_id = todo.pop()
+            if doc_id not in newer and doc_id != old:
+                newer.add(doc_id)
+                todo.extend(direct.get(doc_id, ()))
+        closed[old] = sorted(newer)
+    return closed
+
+
+def hidden_documents(
+    superseded: Mapping[str, Sequence[str]], *, readable: Collection[str]
+) -> frozenset[str]:
+    """The readable documents a principal must not be answered from: superseded by a readable one.
+
+    `superseded` maps an id to the ids superseding it (`supersession`); `readable` holds
+    the ids of the documents the principal may read. A document superseded only by
+    documents the principal cannot read stays visible to that principal.
+    """
+    readable = set(readable)
+    return frozenset(
+        old
+        for old, newer in superseded.items()
+        if old in readable and any(doc_id in readable for doc_id in newer)
+    )
+
+
+def supersedes_problems(documents: Sequence[Document]) -> dict[str, str]:
+    """A reason for each document whose `supersedes` breaks a rule (module docstring)."""
+    by_id = {doc.id: doc for doc in documents}
+    problems: dict[str, str] = {}
+    for doc in documents:
+        for old in doc.supersedes:
+            reason = _problem(doc, old, by_id)
+            if reason:
+                problems[doc.id] = reason
+                break
+    for doc_id in _on_cycles(documents):
+        problems.setdefault(
+            doc_id,
+            "refused: its supersedes chain comes back to itself, so no version is the newest; "
+            "remove one of the supersedes entries",
+        )
+    return problems
+
+
+def unknown_targets(documents: Sequence[Document], known_ids: Collection[str]) -> dict[str, str]:
+    """A warning for each document whose `supersedes` names a file not in the corpus.
+
+    `known_ids` holds every document id of the corpus folder, loaded or refused. The
+    document still loads: the old version was perhaps deleted, and a missing file
+    answers nothing. But a typo would leave the real old version answering, so say so.
+    """
+    warnings = {}
+    for doc in documents:
+        missing = [old for old in doc.supersedes if old not in known_ids]
+        if missing:
+            warnings[doc.id] = (
+                f"supersedes names {', '.join(map(repr, missing))}, which is no document of "
+                "this corpus (ids are paths relative to the corpus folder): it hides nothing; "
+                "if that is a typo, the version it meant still answers"
+            )
+    return warnings
+
+
+def _problem(doc: Document, old: str, by_id: Mapping[str, Document]) -> str:
+    if old == doc.id:
+        return f"refused: supersedes names the document itself ({old!r})"
+    target = by_id.get(old)
+    if target is not None and target.tenant != doc.tenant:
+        return (
+            f"refused: supersedes names {old!r} of tenant {target.tenant!r}, but this document "
+            f"is of tenant {doc.tenant!r}; a document supersedes only its own tenant's documents"
+        )
+    return ""
+
+
+def _on_cycles(documents: Sequence[Document]) -> list[str]:
+    """Ids of the documents from which a chain of supersedes leads back to themselves."""
+    edges = {doc.id: [old for old in doc.supersedes if old != doc.id] for doc in documents}
+    on_cycle = []
+    for start in sorted(edges):
+        seen: set[str] = set()
+        todo = list(edges[start])
+        while todo:
+            doc_id = todo.pop()
+            if doc_id == start:
+                on_cycle.append(start)
+                break
+            if doc_id not in seen:
+                seen.add(doc_id)
+                todo.extend(edges.get(doc_id, ()))
+    return on_cycle
+
+
+# ---------------------------------------------------------------------------- at retrieval
+
+
+def current_chunks(store: VectorStore, principal: Principal) -> list[Chunk]:
+    """The chunks `principal` may read, without those of documents hidden from them."""
+    chunks = store.chunks(principal)
+    hidden = hidden_doc_ids(store, principal)
+    return [chunk for chunk in chunks if chunk.doc_id not in hidden] if hidden else chunks
+
+
+def current_search(
+    store: VectorStore,
+    query: np.ndarray,
+    principal: Principal,
+    k: int,
+    *,
+    min_score: float | None = None,
+) -> list[Hit]:
+    """`store.search`, without the chunks of documents hidden from `principal`."""
+    return without_hidden(
+        store,
+        principal,
+        k,
+        lambda depth: store.search(query, principal, depth, min_score=min_score),
+    )
+
+
+def current_keyword_search(
+    store: VectorStore, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+) -> list[Hit]:
+    """`store.keyword_search` (BM25 kept in the index file), without hidden chunks."""
+    search = store.keyword_search  # type: ignore[attr-defined]  # SQLite store only
+    return without_hidden(
+        store, principal, k, lambda depth: search(question, principal, depth, min_score=min_score)
+    )
+
+
+def without_hidden(
+    store: VectorStore, principal: Principal, k: int, search: Callable[[int], list[Hit]]
+) -> list[Hit]:
+    """The top k of `search(depth)` after dropping the chunks of documents hidden from `principal`.
+
+    Exact: the search goes deeper until k current hits remain or it runs out of hits. Only
+    the small documents table is read, never every chunk, so a cold ask stays cheap.
+    """
+    hidden = hidden_doc_ids(store, principal)
+    depth = k
+    while True:
+        hits = search(depth)
+        current = [hit for hit in hits if hit.chunk.doc_id not in hidden]
+        if len(current) >= k or len(hits) < depth:
+            return current[:k]
+        depth *= 2
+
+
+def hidden_doc_ids(store: VectorStore, principal: Principal) -> frozenset[str]:
+    """The documents hidden from `principal`, from the store's supersession map and records."""
+    superseded = store.meta.get("superseded")
+    if not superseded:  # the common case: nothing to read
+        return frozenset()
+    records = store.documents()
+    readable = {doc_id for doc_id, record in records.items() if can_read(principal, record)}
+    return hidden_documents(superseded, readable=readable)
