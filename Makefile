@@ -76,9 +76,9 @@ lint: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/ruff format --check $(LINTED)
 
 test-reference: $(TEST_VENV)/.installed-reference $(NBGRADER_VENV)/.installed
-	$(TEST_VENV)/bin/python -m pytest -m reference tests --ignore=tests/test_nbgrader.py
-	$(NBGRADER_VENV)/bin/python -m pytest -m reference tests/test_nbgrader.py
-	$(TEST_VENV)/bin/python -m pytest tests/test_minilm.py tests/test_wordpiece.py
+	$(TEST_VENV)/bin/python -m pytest -m reference tests --ignore=tests/workbook/test_nbgrader.py
+	$(NBGRADER_VENV)/bin/python -m pytest -m reference tests/workbook/test_nbgrader.py
+	$(TEST_VENV)/bin/python -m pytest tests/embed/test_minilm.py tests/embed/test_wordpiece.py
 
 demo: $(LAB_VENV)/.installed
 	$(LAB_VENV)/bin/raglab ask "How many vacation days do I get?" --docs data/corpus --tenant acme

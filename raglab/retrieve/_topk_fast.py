@@ -1,7 +1,7 @@
 """The fast screen behind `raglab.retrieve.vectors.top_k`: BLAS first, exact scores only near the top.
 
 Private: `top_k` gives exactly `select_top_k(exact_scores(rows, q, norms), k)`, bit for bit;
-this module only makes it cheaper, and tests/test_vectors.py checks that the two agree.
+this module only makes it cheaper, and tests/retrieve/test_vectors.py checks that the two agree.
 
 Subtle: the fastest way to score all rows is BLAS (`rows @ q`), but BLAS works on
 blocks of rows and splits them over threads, so two identical rows can get scores

@@ -92,7 +92,7 @@ def _check(test_name: str, broken: Sequence[type[Engine]]) -> Callable[[Any], Ch
     return check
 
 
-# --- the reference tests: the solutions, and what tests/test_broken.py runs on every engine ---
+# --- the reference tests: the solutions, and what tests/workbook/test_broken.py runs on every engine ---
 
 
 def reference_tests() -> list[Callable[[Any], None]]:

@@ -37,7 +37,7 @@ from raglab.workbook.grading import (
     submissions,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = "04_implement_chunking.ipynb"
 COMPLETE = ROOT / "notebooks" / NAME
 
@@ -212,7 +212,7 @@ def learner_namespace(**functions) -> dict:
 
 
 def test_grade_in_kernel_checks_the_notebooks_functions(capsys):
-    from tests.test_checks_hidden import reference_copy as chunk
+    from tests.workbook.test_checks_hidden import reference_copy as chunk
 
     exercises = [
         {"exercise": "chunk", "function": "chunk"},

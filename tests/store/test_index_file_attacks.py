@@ -21,7 +21,7 @@ from raglab.store import sqlite_store
 from raglab.store.sqlite_store import SQLiteStore
 from raglab.store.stores import StoreError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "data" / "corpus"
 QUESTIONS = ROOT / "data" / "questions.jsonl"
 COMMAND = [sys.executable, "-m", "raglab"]

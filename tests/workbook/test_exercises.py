@@ -25,7 +25,7 @@ from raglab.workbook.exercises import (
     student_cell,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CHUNKING = NOTEBOOKS / "04_implement_chunking.ipynb"
 

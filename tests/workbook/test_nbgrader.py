@@ -21,7 +21,7 @@ import pytest
 
 pytestmark = pytest.mark.reference
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = "04_implement_chunking.ipynb"
 
 

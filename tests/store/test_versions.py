@@ -12,7 +12,7 @@ from raglab.records import Document, Principal
 from raglab.store.sqlite_store import SQLiteStore
 from raglab.store.versions import hidden_documents, supersedes_problems, supersession
 
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 OLD, NEW = "acme/policies/expenses-2023.md", "acme/policies/expenses-2025.md"
 
 

@@ -19,7 +19,7 @@ from raglab.ingest.loaders import (
     parse_front_matter,
 )
 
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 
 
 def write(root: Path, relative: str, content: str | bytes) -> Path:

@@ -19,7 +19,7 @@ from raglab.evaluation import load_questions
 from raglab.samples import sample_corpus, sample_questions
 from raglab.store.stores import MemoryStore
 from tests.conftest import QDRANT_MISSING
-from tests.test_stores import DIM, random_corpus, unit
+from tests.store.test_stores import DIM, random_corpus, unit
 
 pytestmark = pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING)
 

@@ -18,7 +18,7 @@ from raglab.workbook.conventions import normalise_notebook
 from raglab.workbook.exercises import notebook_text, student_notebook
 from raglab.workbook.grading import declared_exercises, read_grades, run_notebook
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 EXERCISES = ROOT / "exercises"
 WITH_EXERCISES = [

@@ -9,7 +9,7 @@ import pytest
 from raglab.ingest.credentials import REDACTED, entropy, find_secrets, redact
 from raglab.ingest.loaders import load_file, load_folder
 
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 
 # Made-up credentials in the providers' shapes (AWS's own documentation example key).
 AWS = "AKIAIOSFODNN7EXAMPLE"

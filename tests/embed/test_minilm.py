@@ -32,7 +32,7 @@ from raglab.embed.minilm import (
 from raglab.embed.minilm_network import gelu_, layer_norm_, softmax_
 
 REFERENCE = json.loads(
-    (Path(__file__).parent / "data" / "minilm_reference.json").read_text(encoding="utf-8")
+    (Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json").read_text(encoding="utf-8")
 )
 ITEMS = REFERENCE["items"]
 
@@ -287,7 +287,7 @@ def test_docstring_examples_run():
 
 
 def _corpus_lines() -> list[str]:
-    root = Path(__file__).resolve().parent.parent / "data"
+    root = Path(__file__).resolve().parents[2] / "data"
     lines = [line for p in sorted(root.rglob("*.md")) for line in p.read_text("utf-8").split("\n")]
     return [line for line in lines if line.strip()]
 

@@ -28,7 +28,7 @@ from raglab.store.stores import (
 from tests.conftest import STORES
 
 DIM = 4
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 
 
 # ---------------------------------------------------------------------------- fakes

@@ -24,9 +24,10 @@ from raglab.records import Chunk
 from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.retrieval import reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
-from tests import test_isolation, test_stores
+from tests.store import test_isolation
+from tests.store import test_stores
 from tests.conftest import QDRANT_MISSING
-from tests.test_qdrant_store import Recorder
+from tests.store.test_qdrant_store import Recorder
 
 pytestmark = pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING)
 

@@ -1,7 +1,7 @@
 """raglab.embed.wordpiece: BERT's uncased WordPiece tokenizer, by hand on a tiny vocabulary.
 
 Agreement with Hugging Face's ids on real text is tested with the MiniLM weights, in
-tests/test_minilm.py.
+tests/embed/test_minilm.py.
 """
 
 from __future__ import annotations

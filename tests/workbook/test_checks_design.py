@@ -29,7 +29,7 @@ from raglab.workbook.checks.design import (
 # These tests use the reference (and variations of it) as a learner's function.
 pytestmark = pytest.mark.usefixtures("references_reachable")
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_design.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_design.ipynb"
 SOLUTION = {"D2", "D4", "D5", "D7", "D8"}
 
 

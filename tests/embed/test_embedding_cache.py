@@ -23,7 +23,7 @@ from raglab.store.sqlite_store import SQLiteStore
 from raglab.store.stores import MemoryStore
 from tests.conftest import STORES
 
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 LEAVE = "acme/policies/leave.md"
 
 
