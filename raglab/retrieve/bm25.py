@@ -2,7 +2,7 @@
 
 BM25 rewards a document for each query word it contains, more for rare words (idf),
 with diminishing returns for repeats (k1) and less credit in long documents (b).
-raglab uses the Lucene form (see DESIGN.md), for a query q and a document d:
+raglab uses the Lucene form (see ARCHITECTURE.md), for a query q and a document d:
 
     score(d, q) = Σ over query tokens t (a repeated token counts each time) of
                   idf(t) · tf / (tf + k1 · (1 − b + b · |d| / avgdl))

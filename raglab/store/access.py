@@ -10,7 +10,7 @@ Why before scoring:
     the principal may not read never gets a score, so it cannot appear in the results,
     push a readable chunk out of the top-k, or shift a corpus statistic (BM25's idf).
 
-The rule (DESIGN.md): a `Principal(user, tenant, groups)` may read an item when the item's
+The rule (ARCHITECTURE.md): a `Principal(user, tenant, groups)` may read an item when the item's
 tenant equals the principal's, and the item has no groups or shares at least one group
 with the principal. Groups count only within the principal's own tenant: being in "hr" of
 tenant acme opens nothing of tenant globex.

@@ -1,4 +1,4 @@
-"""The notebook conventions (DESIGN.md) as code: put a notebook written by hand into shape.
+"""The notebook conventions (ARCHITECTURE.md) as code: put a notebook written by hand into shape.
 
     python scripts/nbtools.py normalise notebooks/05_x.ipynb
 

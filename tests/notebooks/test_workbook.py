@@ -49,7 +49,7 @@ def test_every_check_passes_on_the_solution_and_fails_on_the_stub(path):
     }
 
 
-# --- the notebook conventions (DESIGN.md), checked on every notebook ---------------------
+# --- the notebook conventions (ARCHITECTURE.md), checked on every notebook ---------------------
 
 ALL_NOTEBOOKS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 HINT_SUMMARY = re.compile(r"<summary>Hint (\d+) of (\d+) — .+</summary>")

@@ -21,7 +21,7 @@ from raglab.workbook.checks.core import (
 
 # --- exercise 1: the seed's character chunker ----------------------------------------------
 
-# The contract (DESIGN.md): windows of `size` characters starting every `size - overlap`;
+# The contract (ARCHITECTURE.md): windows of `size` characters starting every `size - overlap`;
 # stop after the window that reaches the end; ValueError if size <= 0, overlap < 0 or
 # overlap >= size; empty text gives [].
 DIGITS = "0123456789" * 100  # 1,000 characters whose windows are easy to tell apart

@@ -48,7 +48,7 @@ __all__ = [
 # --- exercise 1: spot the flaws in a proposed design ---------------------------------------
 
 # What to re-read for each kind of mistake: a section of notebook 03 and the principle it
-# shows (DESIGN.md, "Principles"). Named so that it guides without giving the answer away.
+# shows (ARCHITECTURE.md, "Principles"). Named so that it guides without giving the answer away.
 PRINCIPLES: dict[str, str] = {
     "metadata": "section 2: who may read a chunk is decided by metadata attached at indexing "
     "time (tenant, groups), checked in code, never by text or by a model",

@@ -2,7 +2,7 @@
 
 Two exercises:
 
-- `cosine(a, b) -> float`, to the contract in DESIGN.md: ValueError for empty vectors or
+- `cosine(a, b) -> float`, to the contract in ARCHITECTURE.md: ValueError for empty vectors or
   vectors of unequal length (the message names both lengths), 0.0 when either vector is
   all zeros (never NaN), symmetric, within [-1, 1], cosine(v, v) == 1 up to rounding.
 - `hash_embed(text, dim=64) -> array`: lowercase `\\w+` words, each hashed with blake2b
