@@ -40,7 +40,7 @@ from pathlib import Path
 
 from _util import print_table
 
-from raglab.embed.embedders import Embedder, embedder
+from raglab.embed.embedders import Embedder, embedder, is_fittable
 from raglab.embed.embedding_cache import cached
 from raglab.evaluation import EvalReport, Question, evaluate
 from raglab.evaluation.bootstrap import paired_difference
@@ -49,7 +49,6 @@ from raglab.pipeline import Index
 from raglab.records import Hit
 from raglab.retrieve.fusion import Fusion, Rankings, collect_rankings, default_fusion, fused_search
 from raglab.retrieve.rerank import load_reranker, reranked_search
-from raglab.store.indexing import is_fittable
 
 DEPTH = 480
 """Chunks kept per ranker and question: `evaluate` asks for 30 chunks (3 per document

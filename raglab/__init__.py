@@ -31,7 +31,7 @@ PUBLIC = {
     ),
     "store.access": ("can_read", "eligible_rows"),
     "retrieve.bm25": ("BM25", "tokenize"),
-    "generate.calibration": ("collect_examples", "split_questions"),
+    "evaluation.calibration": ("collect_examples", "split_questions"),
     "ingest.chunking": ("Chunker", "chunk"),
     "generate.citations": ("CitationReport", "parse_citations", "verify_citations"),
     "ingest.credentials": ("find_secrets", "redact"),

@@ -65,6 +65,23 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class DocRecord:
+    """What a store remembers about a document, to tell later whether it changed."""
+
+    id: str
+    version: str
+    hash: str
+    tenant: str
+    groups: tuple[str, ...]
+    title: str = ""
+
+    @classmethod
+    def of(cls, doc: Document) -> DocRecord:
+        """The record of a loaded document."""
+        return cls(doc.id, doc.version, doc.hash, doc.tenant, tuple(doc.groups), doc.title)
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """A retrieved chunk and the score that ranked it (higher is better)."""
 

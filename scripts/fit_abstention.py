@@ -5,7 +5,7 @@
 
 For each profile (an embedder, or "words" for an answerer without one) it indexes the
 sample corpus, asks every labelled question of data/questions.jsonl as `raglab.ask` does,
-fits a rule on one half of the questions (`raglab.generate.calibration.split_questions`) and
+fits a rule on one half of the questions (`raglab.evaluation.calibration.split_questions`) and
 prints the figures on the other half, which the fit never saw, and on the whole set.
 Profiles not fitted in this run keep their stored rule. Deterministic: the same data
 gives the same file.
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from raglab.evaluation import load_questions
+from raglab.evaluation.calibration import collect_examples, split_questions
 from raglab.generate.abstention import (
     RULES_FILE,
     WORDS_PROFILE,
@@ -29,7 +30,6 @@ from raglab.generate.abstention import (
     precision_abstention_curve,
     rule_as_dict,
 )
-from raglab.generate.calibration import collect_examples, split_questions
 from raglab.pipeline import Index
 from raglab.samples import sample_corpus, sample_questions
 

@@ -5,7 +5,7 @@
 
 For each embedder it indexes the sample corpus, searches every labelled question of
 data/questions.jsonl (dense and BM25, once, deep), fits the reranker on one half of the
-questions (`raglab.generate.calibration.split_questions`) and measures hybrid search with and
+questions (`raglab.evaluation.calibration.split_questions`) and measures hybrid search with and
 without it on the other half, which the fit never saw — retrieval, and the offline
 answerer's answers to what it retrieved. `enabled` is true only when the reranker lowers
 none of nDCG@10, MRR@5, recall@5, answered with a relevant citation and abstention there,
@@ -24,8 +24,8 @@ from raglab.embed.embedders import embedder as make_embedder
 from raglab.embed.embedding_cache import cached
 from raglab.evaluation import load_questions
 from raglab.evaluation.bootstrap import paired_difference
+from raglab.evaluation.calibration import split_questions
 from raglab.evaluation.improvement import Measurement, measure
-from raglab.generate.calibration import split_questions
 from raglab.pipeline import Index, answer_from, default_answerer
 from raglab.retrieve.fusion import Fusion, collect_rankings, fused_search
 from raglab.retrieve.rerank import WEIGHTS_FILE, fit_reranker, reranked_search, training_rows

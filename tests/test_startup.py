@@ -22,7 +22,7 @@ from raglab.pipeline import Index
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 
 NOT_ON_THE_QUERY_PATH = (
-    "raglab.generate.calibration",  # fitting the abstention rule
+    "raglab.evaluation.calibration",  # fitting the abstention rule
     "raglab.ingest.credentials",  # scanning files being loaded
     "raglab.embed.embedding_cache",
     "raglab.evaluation",  # the question-set runner

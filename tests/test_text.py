@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import raglab
 from raglab.embed import embedders
-from raglab.generate import extractive
 from raglab.embed.embedders import _tfidf, content_words
+from raglab.generate import extractive
 from raglab.generate.extractive import content_stems, text_units
 from raglab.ingest.chunking import split_sections
 from raglab.ingest.loaders import load_file

@@ -72,6 +72,18 @@ class Embedder(Protocol):
         ...
 
 
+def is_fittable(embedder: Embedder) -> bool:
+    """True for an embedder that learns its space from a corpus: it has `fit(texts)`.
+
+    `fit` returns a new, fitted embedder and is deterministic (the same texts in the same
+    order give the same vectors and version), so a fit can be made again at query time.
+
+    >>> is_fittable(LSAEmbedder()), is_fittable(HashingEmbedder())
+    (True, False)
+    """
+    return callable(getattr(embedder, "fit", None))
+
+
 # --------------------------------------------------------------------- shared helpers
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.embed.embedders import Embedder
+from raglab.embed.embedders import Embedder, is_fittable
 from raglab.text import content_hash
 from raglab.validation import check_texts
 
@@ -76,8 +76,6 @@ def cache_file(embedder: Embedder, folder: Path) -> Path:
 
 def cached(embedder: Embedder, folder: str | Path | None = None) -> Embedder:
     """`embedder` with a cache on disk in `folder`; a fittable one is returned unchanged."""
-    from raglab.store.indexing import is_fittable  # indexing imports the stores: keep import light
-
     if is_fittable(embedder):
         return embedder
     return CachedEmbedder(embedder, Path(folder) if folder is not None else default_folder())

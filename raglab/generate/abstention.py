@@ -29,8 +29,10 @@ from itertools import combinations
 from typing import Any
 
 from raglab.embed.embedders import Embedder
-from raglab.generate.evidence import Evidence, content_stems, weakest_term
+from raglab.generate.evidence import Evidence, weakest_term
+from raglab.ingest.stems import chunk_stems
 from raglab.records import Chunk
+from raglab.text import content_stems
 
 __all__ = [
     "FEATURES",
@@ -40,7 +42,6 @@ __all__ = [
     "Example",
     "KnownStems",
     "answer_features",
-    "chunk_stems",
     "fit_rule",
     "load_rule",
     "precision_abstention_curve",
@@ -103,11 +104,6 @@ def vocabulary(chunks: Iterable[Chunk]) -> frozenset[str]:
     ['25', 'day', 'leav', 'staff']
     """
     return _vocabulary(tuple(chunks))
-
-
-def chunk_stems(chunk: Chunk) -> frozenset[str]:
-    """The content stems of one chunk's title, heading and text: its share of `vocabulary`."""
-    return content_stems(f"{chunk.title} {chunk.heading} {chunk.text}")
 
 
 @lru_cache(maxsize=32)

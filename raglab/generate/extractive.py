@@ -29,7 +29,7 @@ from raglab.generate.abstention import (
     load_rule,
     profile_of,
 )
-from raglab.generate.evidence import Evidence, content_stems, score_evidence, stem
+from raglab.generate.evidence import Evidence, score_evidence
 from raglab.generate.prompting import ABSTENTION, Prompt
 from raglab.ingest.sentences import (
     candidate_sentences,
@@ -37,7 +37,7 @@ from raglab.ingest.sentences import (
     table_sentences,
     text_units,
 )
-from raglab.text import STOPWORDS
+from raglab.text import STOPWORDS, content_stems, stem
 from raglab.validation import check_int, check_number
 
 # The last seven names moved to the modules of steps 1 and 2; older code imports them here.

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raglab.generate.citations import parse_citations
-from raglab.generate.evidence import content_stems
 from raglab.generate.generation import is_abstention
 from raglab.records import Hit
+from raglab.text import content_stems
 from raglab.validation import check_number
 
 MIN_COVERAGE = 0.5

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raglab.ingest.front_matter import DocumentError, parse_front_matter
+from raglab.ingest.supersedes import supersedes_problems, unknown_targets
 from raglab.records import DEFAULT_TENANT, Document
-from raglab.store.versions import supersedes_problems, unknown_targets
 from raglab.text import markdown_lines
 from raglab.validation import check_int
 

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from raglab.generate.evidence import content_stems, stem
 from raglab.records import Hit
-from raglab.text import tokenize
+from raglab.text import content_stems, stem, tokenize
 from raglab.validation import check_int
 
 if TYPE_CHECKING:  # annotations only: an ask need not load the evaluation runner

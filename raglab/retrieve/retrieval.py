@@ -23,10 +23,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from raglab.embed.embedders import Embedder
+from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, Hit, Principal
 from raglab.retrieve.bm25 import BM25
-from raglab.store.indexing import is_fittable, tenant_embedder
+from raglab.store.indexing import tenant_embedder
 from raglab.store.stores import VectorStore
 from raglab.store.versions import current_keyword_search, current_search, without_hidden
 from raglab.validation import check_int

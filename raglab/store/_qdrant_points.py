@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from raglab.generate.abstention import chunk_stems
-from raglab.records import Chunk, Principal
-from raglab.store.stores import DocRecord, StoreError
+from raglab.ingest.stems import chunk_stems
+from raglab.records import Chunk, DocRecord, Principal
+from raglab.store.stores import StoreError
 
 INSTALL_HINT = "pip install raglab[qdrant]"
 

@@ -19,14 +19,10 @@ tenant acme opens nothing of tenant globex.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raglab.records import Chunk, Document, Principal
-
-if TYPE_CHECKING:
-    from raglab.store.stores import DocRecord
+from raglab.records import Chunk, DocRecord, Document, Principal
 
 CACHE_SIZE = 64
 """Principals remembered per AccessIndex; past this the cache starts afresh, so memory

@@ -29,29 +29,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from raglab.embed.embedders import Embedder
-from raglab.records import Chunk, Document
+from raglab.embed.embedders import Embedder, is_fittable
+from raglab.records import Chunk, DocRecord, Document
 from raglab.store.stores import (
-    DocRecord,
     EmbedderMismatch,
     SyncReport,
     VectorStore,
     _checked_meta,
 )
 from raglab.store.versions import supersession
-
-
-def is_fittable(embedder: Embedder) -> bool:
-    """True for an embedder that learns its space from a corpus: it has `fit(texts)`.
-
-    `fit` returns a new, fitted embedder and is deterministic (the same texts in the same
-    order give the same vectors and version), so a fit can be made again at query time.
-
-    >>> from raglab.embed.embedders import HashingEmbedder, LSAEmbedder
-    >>> is_fittable(LSAEmbedder()), is_fittable(HashingEmbedder())
-    (True, False)
-    """
-    return callable(getattr(embedder, "fit", None))
 
 
 def tenant_embedder(

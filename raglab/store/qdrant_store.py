@@ -39,7 +39,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from raglab.records import Chunk, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Principal
 from raglab.retrieve.vectors import normalise, top_k
 from raglab.store._qdrant_points import (
     META_ID,
@@ -69,7 +69,6 @@ from raglab.store.qdrant_search import (
 )
 from raglab.store.stores import (
     META_KEYS,
-    DocRecord,
     StoreError,
     _check_dim,
     _checked_meta,

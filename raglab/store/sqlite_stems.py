@@ -18,7 +18,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Collection, Sequence
 
-from raglab.generate.abstention import chunk_stems
+from raglab.ingest.stems import chunk_stems
 from raglab.records import Chunk
 
 

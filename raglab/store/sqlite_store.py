@@ -21,7 +21,7 @@ from uuid import uuid4
 
 import numpy as np
 
-from raglab.records import Chunk, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Principal
 from raglab.store.sqlite_postings import Postings, part_key
 from raglab.store.sqlite_schema import (
     CHUNK_COLUMNS,
@@ -45,7 +45,6 @@ from raglab.store.sqlite_vectors import VectorFile, change_counter, vector_file
 # The reading path and the settings checks are shared with the memory store.
 from raglab.store.stores import (
     META_KEYS,
-    DocRecord,
     StoreError,
     _check_dim,
     _checked_meta,

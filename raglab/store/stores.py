@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from raglab.records import Chunk, Document, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Principal
 from raglab.retrieve.vectors import normalise, top_k
 from raglab.store.access import AccessIndex
 from raglab.validation import check_int
@@ -54,23 +54,6 @@ class DimensionMismatch(ValueError):
 
 class EmbedderMismatch(ValueError):
     """An index is used with an embedder other than the one that built it."""
-
-
-@dataclass(frozen=True, slots=True)
-class DocRecord:
-    """What a store remembers about a document, to tell later whether it changed."""
-
-    id: str
-    version: str
-    hash: str
-    tenant: str
-    groups: tuple[str, ...]
-    title: str = ""
-
-    @classmethod
-    def of(cls, doc: Document) -> DocRecord:
-        """The record of a loaded document."""
-        return cls(doc.id, doc.version, doc.hash, doc.tenant, tuple(doc.groups), doc.title)
 
 
 @dataclass(frozen=True, slots=True)

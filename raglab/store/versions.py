@@ -12,10 +12,10 @@ The old file stays in the corpus (claims for old costs are still judged by it), 
 longer answers: the 2023 limits cannot answer a question about 2025. Two rules keep this
 safe, one at load and one at retrieval:
 
-- at load (`supersedes_problems`): an id names not the document itself, a document of the
-  same tenant, and no chain of supersedes comes back to where it started. A document
+- at load (`raglab.ingest.supersedes`): an id names not the document itself, a document of
+  the same tenant, and no chain of supersedes comes back to where it started. A document
   breaking a rule is refused (the loader names it and the reason). An id naming no file
-  (the old version deleted, or a typo) hides nothing: the loader warns (`unknown_targets`);
+  (the old version deleted, or a typo) hides nothing: the loader warns;
 - at retrieval (`hidden_documents`): a document is hidden from a principal only when a
   document superseding it (directly or through a chain) is one *that principal may read*.
   Access stays first: a document the asker may not read can neither answer nor hide
@@ -86,74 +86,6 @@ def hidden_documents(
         for old, newer in superseded.items()
         if old in readable and any(doc_id in readable for doc_id in newer)
     )
-
-
-def supersedes_problems(documents: Sequence[Document]) -> dict[str, str]:
-    """A reason for each document whose `supersedes` breaks a rule (module docstring)."""
-    by_id = {doc.id: doc for doc in documents}
-    problems: dict[str, str] = {}
-    for doc in documents:
-        for old in doc.supersedes:
-            reason = _problem(doc, old, by_id)
-            if reason:
-                problems[doc.id] = reason
-                break
-    for doc_id in _on_cycles(documents):
-        problems.setdefault(
-            doc_id,
-            "refused: its supersedes chain comes back to itself, so no version is the newest; "
-            "remove one of the supersedes entries",
-        )
-    return problems
-
-
-def unknown_targets(documents: Sequence[Document], known_ids: Collection[str]) -> dict[str, str]:
-    """A warning for each document whose `supersedes` names a file not in the corpus.
-
-    `known_ids` holds every document id of the corpus folder, loaded or refused. The
-    document still loads: the old version was perhaps deleted, and a missing file
-    answers nothing. But a typo would leave the real old version answering, so say so.
-    """
-    warnings = {}
-    for doc in documents:
-        missing = [old for old in doc.supersedes if old not in known_ids]
-        if missing:
-            warnings[doc.id] = (
-                f"supersedes names {', '.join(map(repr, missing))}, which is no document of "
-                "this corpus (ids are paths relative to the corpus folder): it hides nothing; "
-                "if that is a typo, the version it meant still answers"
-            )
-    return warnings
-
-
-def _problem(doc: Document, old: str, by_id: Mapping[str, Document]) -> str:
-    if old == doc.id:
-        return f"refused: supersedes names the document itself ({old!r})"
-    target = by_id.get(old)
-    if target is not None and target.tenant != doc.tenant:
-        return (
-            f"refused: supersedes names {old!r} of tenant {target.tenant!r}, but this document "
-            f"is of tenant {doc.tenant!r}; a document supersedes only its own tenant's documents"
-        )
-    return ""
-
-
-def _on_cycles(documents: Sequence[Document]) -> list[str]:
-    """Ids of the documents from which a chain of supersedes leads back to themselves."""
-    edges = {doc.id: [old for old in doc.supersedes if old != doc.id] for doc in documents}
-    on_cycle = []
-    for start in sorted(edges):
-        seen: set[str] = set()
-        todo = list(edges[start])
-        while todo:
-            doc_id = todo.pop()
-            if doc_id == start:
-                on_cycle.append(start)
-                break
-            if doc_id not in seen:
-                seen.add(doc_id)
-                todo.extend(edges.get(doc_id, ()))
-    return on_cycle
 
 
 # ---------------------------------------------------------------------------- at retrieval

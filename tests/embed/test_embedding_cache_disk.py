@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.embed.embedders import HashingEmbedder, LSAEmbedder
+from raglab.embed.embedders import HashingEmbedder, LSAEmbedder, is_fittable
 from raglab.embed.embedding_cache import CACHE_DIR_VARIABLE, CachedEmbedder, cached, default_folder
-from raglab.store.indexing import is_fittable
 
 TEXTS = ["Refunds take ten days.", "Reset your password here.", "Unpaid leave in Lisbon."]
 

@@ -32,7 +32,9 @@ from raglab.embed.minilm import (
 from raglab.embed.minilm_network import gelu_, layer_norm_, softmax_
 
 REFERENCE = json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json").read_text(encoding="utf-8")
+    (Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json").read_text(
+        encoding="utf-8"
+    )
 )
 ITEMS = REFERENCE["items"]
 

@@ -11,6 +11,7 @@ import pytest
 
 from raglab.embed.embedders import HashingEmbedder, available_embedders
 from raglab.evaluation import Question, load_questions
+from raglab.evaluation.calibration import split_questions
 from raglab.generate.abstention import (
     FEATURES,
     RULES_FILE,
@@ -26,9 +27,9 @@ from raglab.generate.abstention import (
     together,
     vocabulary,
 )
-from raglab.generate.calibration import split_questions
-from raglab.generate.evidence import Evidence, content_stems
+from raglab.generate.evidence import Evidence
 from raglab.samples import sample_questions
+from raglab.text import content_stems
 
 
 def features(support: float, coverage: float = 1.0) -> AnswerFeatures:

@@ -17,16 +17,15 @@ from raglab import Index, Principal, StoreError, ask, embedder, sync
 from raglab.cli import main
 from raglab.evaluation import load_questions
 from raglab.generate.abstention import vocabulary
-from raglab.generate.evidence import content_stems
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.loaders import load_folder
 from raglab.records import Chunk
 from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.retrieval import reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
-from tests.store import test_isolation
-from tests.store import test_stores
+from raglab.text import content_stems
 from tests.conftest import QDRANT_MISSING
+from tests.store import test_isolation, test_stores
 from tests.store.test_qdrant_store import Recorder
 
 pytestmark = pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING)

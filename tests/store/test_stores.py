@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.records import Chunk, Document, Principal
+from raglab.records import Chunk, DocRecord, Document, Principal
 from raglab.store.indexing import check_embedder, sync, tenant_embedder
 from raglab.store.sqlite_store import SCHEMA_VERSION, SQLiteStore
 from raglab.store.stores import (
     DimensionMismatch,
-    DocRecord,
     EmbedderMismatch,
     MemoryStore,
     StoreError,

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from raglab.ingest.loaders import DocumentError, load_folder, parse_front_matter
+from raglab.ingest.supersedes import supersedes_problems
 from raglab.pipeline import Index
 from raglab.records import Document, Principal
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.versions import hidden_documents, supersedes_problems, supersession
+from raglab.store.versions import hidden_documents, supersession
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 OLD, NEW = "acme/policies/expenses-2023.md", "acme/policies/expenses-2025.md"
