@@ -37,7 +37,7 @@ from raglab.workbook.checks.chunking import (
     reference_sections,
 )
 from raglab.workbook.checks.contracts import *  # noqa: F403
-from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden
+from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden, hide_references
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
@@ -116,6 +116,8 @@ BUILDS_ON: dict[str, tuple[Callable, ...]] = {
         for name in audit.EXERCISES
     },
 }
+
+hide_references(REFERENCES, BUILDS_ON)
 
 __all__ = [
     *audit.__all__,

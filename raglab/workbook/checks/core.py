@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,16 +109,34 @@ class ReferenceHidden(RuntimeError):
     """Raised by the stand-in that replaces a reference while a learner's function runs."""
 
 
+@dataclass(frozen=True)
+class Hidden:
+    """What a check hides while a learner's function runs: every exercise's reference,
+    except those the exercise builds on (by the function's name)."""
+
+    references: tuple[Callable[..., Any], ...] = ()
+    builds_on: Mapping[str, tuple[Callable[..., Any], ...]] = field(default_factory=dict)
+
+
+# Filled once by `raglab.workbook.checks` (its REFERENCES and BUILDS_ON) when the package is
+# imported, which happens before any check module can run: they live inside it. Registered
+# rather than imported, because the registry is built from the check modules, which use this.
+_hidden = Hidden()
+
+
+def hide_references(
+    references: tuple[Callable[..., Any], ...],
+    builds_on: Mapping[str, tuple[Callable[..., Any], ...]],
+) -> None:
+    """Register the references every check hides (see `Hidden`)."""
+    global _hidden
+    _hidden = Hidden(references, builds_on)
+
+
 def _references(fn: Callable[..., Any] | None = None) -> dict[int, str]:
-    """id -> name of every reference implementation hidden while `fn` runs.
-
-    That is every exercise's reference (checks.REFERENCES) except those the exercise
-    builds on (checks.BUILDS_ON, looked up by the function's name).
-    """
-    from raglab.workbook.checks import BUILDS_ON, REFERENCES
-
-    allowed = {id(ref) for ref in BUILDS_ON.get(getattr(fn, "__name__", ""), ())}
-    return {id(ref): ref.__name__ for ref in REFERENCES if id(ref) not in allowed}
+    """id -> name of every reference implementation hidden while `fn` runs."""
+    allowed = {id(ref) for ref in _hidden.builds_on.get(getattr(fn, "__name__", ""), ())}
+    return {id(ref): ref.__name__ for ref in _hidden.references if id(ref) not in allowed}
 
 
 def _reference_name(value: Any, fn: Callable[..., Any] | None = None) -> str | None:
