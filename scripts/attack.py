@@ -19,41 +19,28 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
+from attacks import discovered
+from attacks.common import (
+    CORPUS,
+    KEY,
+    QUESTIONS,
+    ROOT,
+    answer_body,
+    corpus_with,
+    fixed_server,
+    llm_answer,
+    quiet,
+    run,
+    serve,
+    traceback_in,
+)
+
 import raglab
-
-ROOT = Path(raglab.__file__).resolve().parent.parent  # the checkout under attack
-CORPUS = ROOT / "data" / "corpus"
-QUESTIONS = ROOT / "data" / "questions.jsonl"
-KEY = "sk-attack-0123456789"
-
-
-def run(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "raglab", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **kwargs,
-    )
-
-
-def traceback_in(result: subprocess.CompletedProcess) -> bool:
-    return "Traceback (most recent call last)" in result.stderr
-
-
-def corpus_with(tmp: Path, files: dict[str, str]) -> Path:
-    folder = tmp / "corpus"
-    for name, text in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
-
 
 # ---------------------------------------------------------------------------- security
 
@@ -162,66 +149,19 @@ def forged_delimiter(tmp: Path) -> str:
     )
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-
-def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> tuple[_Server, str]:
-    server = _Server(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
-
-
-def _quiet(handler: type) -> type:
-    handler.log_message = lambda *args: None
-    return handler
-
-
-def _answer_body(content: str) -> bytes:
-    return json.dumps({"choices": [{"message": {"content": content}}]}).encode()
-
-
-def llm_answer(url: str, key: str | None = KEY, timeout: float = 5.0) -> tuple[str, str]:
-    """('ok', answer text) or ('error', message) or ('crash', traceback)."""
-    deadline = (
-        ["--llm-timeout", str(timeout)] if "--llm-timeout" in run("ask", "--help").stdout else []
-    )
-    result = run(
-        "ask",
-        "How many vacation days do I get?",
-        "--docs",
-        str(CORPUS),
-        "--tenant",
-        "acme",
-        "--llm-url",
-        url,
-        "--llm-model",
-        "m",
-        "--json",
-        *deadline,
-        timeout=60,
-        env={**os.environ, "RAGLAB_API_KEY": key or ""},
-    )
-    if traceback_in(result):
-        return "crash", result.stderr.strip().splitlines()[-1]
-    if result.returncode != 0:
-        return "error", result.stderr.strip()
-    return "ok", result.stdout
-
-
 def redirect_carries_key(tmp: Path) -> str:
     forwarded = []
     for status in (301, 302, 303, 307, 308):
         seen: list[str] = []
 
-        @_quiet
+        @quiet
         class Catcher(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 self.do_POST()
 
             def do_POST(self):
                 seen.append(self.headers.get("Authorization", ""))
-                body = _answer_body("25 days [1].")
+                body = answer_body("25 days [1].")
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -229,7 +169,7 @@ def redirect_carries_key(tmp: Path) -> str:
 
         catcher, catcher_url = serve(Catcher)
 
-        @_quiet
+        @quiet
         class Redirector(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 self.send_response(status)
@@ -261,7 +201,7 @@ def key_with_control_characters(tmp: Path) -> str:
 
 
 def dripping_server(tmp: Path) -> str:
-    @_quiet
+    @quiet
     class Dripper(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             self.send_response(200)
@@ -288,21 +228,8 @@ def dripping_server(tmp: Path) -> str:
     return "held" if outcome == "error" else f"FAILED: {outcome}: {text[-120:]}"
 
 
-def _fixed_server(status: int, body: bytes, length: int | None = None) -> tuple[_Server, str]:
-    @_quiet
-    class Fixed(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body) if length is None else length))
-            self.end_headers()
-            self.wfile.write(body)
-
-    return serve(Fixed)
-
-
 def oversized_response(tmp: Path) -> str:
-    server, url = _fixed_server(200, _answer_body("x" * 60_000_000))
+    server, url = fixed_server(200, answer_body("x" * 60_000_000))
     outcome, text = llm_answer(url)
     server.shutdown()
     return (
@@ -313,8 +240,8 @@ def oversized_response(tmp: Path) -> str:
 
 
 def truncated_body(tmp: Path) -> str:
-    body = _answer_body("25 days [1].")
-    server, url = _fixed_server(200, body[: len(body) // 2], length=len(body))
+    body = answer_body("25 days [1].")
+    server, url = fixed_server(200, body[: len(body) // 2], length=len(body))
     outcome, text = llm_answer(url)
     server.shutdown()
     return "held" if outcome == "error" else f"FAILED: {outcome}: {text[-120:]}"
@@ -323,7 +250,7 @@ def truncated_body(tmp: Path) -> str:
 def empty_or_uncited_answer(tmp: Path) -> str:
     failures = []
     for content in ("", "You get lots of days off."):
-        server, url = _fixed_server(200, _answer_body(content))
+        server, url = fixed_server(200, answer_body(content))
         outcome, text = llm_answer(url)
         server.shutdown()
         if outcome == "crash":
@@ -546,7 +473,7 @@ ATTACKS: list[tuple[str, Callable[[Path], str]]] = [
 
 def main(selected: list[str]) -> int:
     failed = 0
-    for name, attack in ATTACKS:
+    for name, attack in ATTACKS + discovered():
         if selected and not any(name.startswith(s) for s in selected):
             continue
         tmp = Path(tempfile.mkdtemp(prefix="raglab-attack-"))

@@ -1,0 +1,101 @@
+"""What every attack needs: the `raglab` command in a subprocess, a corpus in a folder, a
+server on loopback that answers like an LLM (or not)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import raglab
+
+ROOT = Path(raglab.__file__).resolve().parent.parent  # the checkout under attack
+CORPUS = ROOT / "data" / "corpus"
+QUESTIONS = ROOT / "data" / "questions.jsonl"
+KEY = "sk-attack-0123456789"
+
+
+def run(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "raglab", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def traceback_in(result: subprocess.CompletedProcess) -> bool:
+    return "Traceback (most recent call last)" in result.stderr
+
+
+def corpus_with(tmp: Path, files: dict[str, str]) -> Path:
+    folder = tmp / "corpus"
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> tuple[Server, str]:
+    server = Server(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def quiet(handler: type) -> type:
+    handler.log_message = lambda *args: None
+    return handler
+
+
+def answer_body(content: str) -> bytes:
+    return json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+
+
+def llm_answer(url: str, key: str | None = KEY, timeout: float = 5.0) -> tuple[str, str]:
+    """('ok', answer text) or ('error', message) or ('crash', traceback)."""
+    deadline = (
+        ["--llm-timeout", str(timeout)] if "--llm-timeout" in run("ask", "--help").stdout else []
+    )
+    result = run(
+        "ask",
+        "How many vacation days do I get?",
+        "--docs",
+        str(CORPUS),
+        "--tenant",
+        "acme",
+        "--llm-url",
+        url,
+        "--llm-model",
+        "m",
+        "--json",
+        *deadline,
+        timeout=60,
+        env={**os.environ, "RAGLAB_API_KEY": key or ""},
+    )
+    if traceback_in(result):
+        return "crash", result.stderr.strip().splitlines()[-1]
+    if result.returncode != 0:
+        return "error", result.stderr.strip()
+    return "ok", result.stdout
+
+
+def fixed_server(status: int, body: bytes, length: int | None = None) -> tuple[Server, str]:
+    @quiet
+    class Fixed(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body) if length is None else length))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return serve(Fixed)
