@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Literal, NamedTuple
@@ -245,3 +246,35 @@ def content_stems(text: str) -> frozenset[str]:
 # Indexing stems every chunk (`raglab.ingest.stems`): a corpus uses far fewer distinct
 # words than it holds, so each is stemmed once.
 _cached_stem = lru_cache(maxsize=1 << 16)(stem)
+
+
+# --- names shown to a person ----------------------------------------------------------------
+
+
+def shown(name: str) -> str:
+    """`name` safe to print on one terminal line: control and format characters escaped.
+
+    A file name may hold a newline (which could forge a "raglab: warning" line), an escape
+    sequence (which could take over the asker's terminal) or bidi controls (which reorder
+    what the reader sees). Every name the engine prints goes through here; a plain name
+    comes back unchanged.
+
+    >>> shown("policies/leave.md")
+    'policies/leave.md'
+    >>> shown("a\\nraglab: warning: fake.md")
+    'a\\\\nraglab: warning: fake.md'
+    >>> shown("\\x1b[2Jevil.md"), shown("rtl\\u202etxt.md")
+    ('\\\\x1b[2Jevil.md', 'rtl\\\\u202etxt.md')
+    """
+    return "".join(_escaped(c) if _unsafe(c) else c for c in name)
+
+
+def _unsafe(char: str) -> bool:
+    # Cc: control characters (newline, escape, bell...); Cf: format characters (bidi
+    # overrides, zero-width); Zl/Zp: line and paragraph separators, which also break a line.
+    return unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"}
+
+
+def _escaped(char: str) -> str:
+    escaped = char.encode("unicode_escape").decode("ascii")
+    return escaped if escaped != char else f"\\u{ord(char):04x}"
