@@ -74,6 +74,7 @@ test: $(TEST_VENV)/.installed
 lint: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/ruff check $(LINTED)
 	$(TEST_VENV)/bin/ruff format --check $(LINTED)
+	$(TEST_VENV)/bin/mypy
 
 test-reference: $(TEST_VENV)/.installed-reference $(NBGRADER_VENV)/.installed
 	$(TEST_VENV)/bin/python -m pytest -m reference tests --ignore=tests/workbook/test_nbgrader.py

@@ -59,9 +59,10 @@ def check_int(
     rule = _rule("an integer", minimum, maximum, None)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be {rule} (got {name}={value!r})")
-    if not _within(value, minimum, maximum, None):
+    number = int(value)
+    if not _within(number, minimum, maximum, None):
         raise ValueError(f"{name} must be {rule} (got {name}={value!r})")
-    return int(value)
+    return number
 
 
 def check_number(

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -261,9 +261,10 @@ class HashingEmbedder:
                 else np.zeros(0, dtype=np.uint64)
             ),
         }
-        return sum(
+        weighted = sum(
             BLOCK_WEIGHTS[kind] * _block_vector(hashes, self.dim) for kind, hashes in blocks.items()
         )
+        return cast(np.ndarray, weighted)  # a sum of arrays (never the empty sum's 0)
 
 
 # ------------------------------------------------------------------------------ LSA

@@ -53,7 +53,7 @@ class Interval:
         return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
-def _values(name: str, values: Sequence[float]) -> np.ndarray:
+def _values(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1 or array.size == 0:
         raise ValueError(f"{name} must be a non-empty list of numbers (got {array.size} values)")
@@ -65,7 +65,7 @@ def _values(name: str, values: Sequence[float]) -> np.ndarray:
 
 
 def resample_means(
-    values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED
+    values: Sequence[float] | np.ndarray, *, resamples: int = RESAMPLES, seed: int = SEED
 ) -> np.ndarray:
     """`resamples` means, each over len(values) values drawn with replacement.
 
@@ -73,7 +73,8 @@ def resample_means(
     that `bootstrap_ci` and `paired_difference` share, so their draws agree.
     """
     array = _values("values", values)
-    return array[_draws(array.size, resamples, seed)].mean(axis=1)
+    means: np.ndarray = array[_draws(array.size, resamples, seed)].mean(axis=1)
+    return means
 
 
 def _draws(n: int, resamples: int, seed: int) -> np.ndarray:

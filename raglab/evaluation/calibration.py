@@ -65,7 +65,7 @@ def collect_examples(
     """
     examples = []
     for q in questions:
-        principal = Principal(f"calibration:{q.id}", q.tenant, q.groups)
+        principal = Principal(f"calibration:{q.id}", q.tenant, frozenset(q.groups))
         hits = index.search(q.question, principal, k=k, method=method)
         prompt = build_prompt(q.question, hits)
         answerer = default_answerer(index, principal, method)  # as `raglab.ask` answers

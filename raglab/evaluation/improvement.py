@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from raglab.evaluation.bootstrap import Interval, bootstrap_ci, paired_difference
-from raglab.evaluation.runner import Question, evaluate
+from raglab.evaluation.runner import Question, QuestionResult, evaluate
 from raglab.generate.faithfulness import check_faithfulness
 from raglab.records import Answer, Hit
 
@@ -64,14 +64,16 @@ class Measurement:
         return sum(q.latency_ms for q in self.questions) / len(self.questions)
 
 
-def _values(result, answer: Answer | None) -> dict[str, float | None]:
+def _values(result: QuestionResult, answer: Answer | None) -> dict[str, float | None]:
     question: Question = result.question
     scored = result.recall_at_k is not None
     return {
         "recall@5": result.recall_at_k,
         "mrr@5": result.rr,
         "ndcg@10": result.ndcg_at_10,
-        "answered_with_citation": float(result.cited_relevant) if scored and answer else None,
+        "answered_with_citation": (
+            float(result.cited_relevant) if scored and result.cited_relevant is not None else None
+        ),
         "abstention": float(answer.abstained) if answer and not question.answerable else None,
         "faithfulness": check_faithfulness(answer.text, answer.retrieved).score if answer else None,
     }

@@ -238,7 +238,10 @@ def profile_of(embedder: Embedder | None) -> str:
 
 @cache
 def _stored_rules() -> dict[str, Any]:
-    return json.loads(resources.files("raglab.generate").joinpath(RULES_FILE).read_text("utf-8"))
+    rules: dict[str, Any] = json.loads(
+        resources.files("raglab.generate").joinpath(RULES_FILE).read_text("utf-8")
+    )
+    return rules
 
 
 def load_rule(profile: str) -> AbstentionRule:

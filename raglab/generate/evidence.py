@@ -113,7 +113,8 @@ def similarities(question: str, texts: Sequence[str], embedder: Embedder | None)
     if embedder is None or not texts:
         return np.zeros(len(texts))
     vectors = embed_cached(embedder, [question, *texts])
-    return vectors[1:] @ vectors[0]  # rows have length 1 (or are all zero): dot = cosine
+    cosines: np.ndarray = vectors[1:] @ vectors[0]  # unit rows (or all zero): dot = cosine
+    return cosines  # rows have length 1 (or are all zero): dot = cosine
 
 
 CACHE_SIZE = 20_000

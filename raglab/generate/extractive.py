@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from raglab.embed.embedders import Embedder
 from raglab.generate.abstention import (
@@ -162,13 +163,17 @@ class ExtractiveGenerator:
             object.__setattr__(self, "rule", load_rule(profile_of(self.embedder)))
 
     @property
+    def _rule(self) -> AbstentionRule:
+        return cast(AbstentionRule, self.rule)  # never None: __post_init__ loads the default
+
+    @property
     def scoring_embedder(self) -> Embedder | None:
         """The embedder sentences are scored with: only one the rule was fitted for.
 
         subtle: a rule's weights mean something only for its embedder's cosines; with an
         embedder no rule was fitted for, the words-only rule applies, so words alone score.
         """
-        if self.embedder is not None and self.rule.profile == profile_of(self.embedder):
+        if self.embedder is not None and self._rule.profile == profile_of(self.embedder):
             return self.embedder
         return None
 
@@ -184,12 +189,12 @@ class ExtractiveGenerator:
         features = answer_features(
             prompt.question, ranked, self.scoring_embedder, self.known_words, chosen
         )
-        probability = self.rule.probability(features)
+        probability = self._rule.probability(features)
         draft = " ".join(cite(e) for e in chosen)
         answered = (
             bool(ranked)
             and bool(content_stems(prompt.question))
-            and probability >= self.rule.threshold
+            and probability >= self._rule.threshold
             and features.best_support >= self.min_support
         )
         text = draft if answered else ABSTENTION

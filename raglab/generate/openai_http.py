@@ -24,10 +24,15 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from raglab.generate.prompting import Prompt
 from raglab.validation import check_int, check_number
+
+if TYPE_CHECKING:  # for the annotations only: http.client is imported when a request is made
+    import socket
+    from http.client import HTTPConnection, HTTPResponse
 
 __all__ = ["GenerationError", "OpenAIChatGenerator"]
 
@@ -119,7 +124,8 @@ class OpenAIChatGenerator:
             )
         except http.client.InvalidURL as error:
             raise GenerationError(f"could not reach {self.url}: {self._hide(str(error))}") from None
-        sockets: list = []  # kept: http.client drops its reference once the reply is read
+        # kept: http.client drops its reference to the socket once the reply is read
+        sockets: list[socket.socket] = []
         watchdog = threading.Timer(self.timeout, _shut, args=(connection, sockets))
         watchdog.daemon = True
         watchdog.start()
@@ -139,7 +145,7 @@ class OpenAIChatGenerator:
             connection.close()
         return self._checked(response, body)
 
-    def _connect(self, connection, deadline: float) -> None:
+    def _connect(self, connection: HTTPConnection, deadline: float) -> None:
         """Open the connection (TCP, then TLS for https), or GenerationError."""
         import http.client
 
@@ -156,7 +162,7 @@ class OpenAIChatGenerator:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    def _read(self, response, sock, deadline: float) -> bytes:
+    def _read(self, response: HTTPResponse, sock: socket.socket, deadline: float) -> bytes:
         """The body, in small reads, each given only the time left; capped at max_bytes."""
         declared = response.getheader("Content-Length")
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
@@ -183,7 +189,7 @@ class OpenAIChatGenerator:
             )
         return b"".join(parts)
 
-    def _checked(self, response, body: bytes) -> tuple[int, str]:
+    def _checked(self, response: HTTPResponse, body: bytes) -> tuple[int, str]:
         """The status and text of a 2xx reply; any other status is a GenerationError."""
         text = body.decode("utf-8", errors="replace")
         if 300 <= response.status < 400:
@@ -239,7 +245,7 @@ class OpenAIChatGenerator:
         return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
 
 
-def _shut(connection, sockets: list) -> None:
+def _shut(connection: HTTPConnection, sockets: list[socket.socket]) -> None:
     """The watchdog: at the deadline, shut every socket of the request under any read still
     waiting (the TLS handshake, status line and headers are read outside our loop)."""
     import socket

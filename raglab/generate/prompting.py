@@ -49,7 +49,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from raglab.records import Hit, content_hash
+from raglab.records import Hit
+from raglab.text import content_hash
 from raglab.validation import check_int
 
 if TYPE_CHECKING:  # a type only: the tokenizer loads when a token budget is asked for

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
@@ -55,14 +56,15 @@ class DocumentError(ValueError):
         self.path = path
         self.reason = reason
 
-    def __reduce__(self):  # keep the two-argument constructor picklable
+    def __reduce__(self) -> tuple[type[DocumentError], tuple[str, str]]:
+        # keep the two-argument constructor picklable
         return (type(self), (self.path, self.reason))
 
 
 # ---------------------------------------------------------------------------- front matter
 
 
-def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict, str]:
+def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict[str, Any], str]:
     """Split `text` into its front-matter fields and its body.
 
     Returns `(fields, body)`: fields holds only the keys present, already typed (groups
@@ -85,7 +87,7 @@ def parse_front_matter(text: str, doc_id: str = "<text>") -> tuple[dict, str]:
         raise DocumentError(
             doc_id, "front matter opened on line 1 is never closed (no second '---' line)"
         )
-    fields: dict = {}
+    fields: dict[str, Any] = {}
     for number in range(2, end + 1):  # file line numbers start at 1; line 1 is the fence
         _parse_line(lines[number - 1], number, fields, doc_id)
     _refuse_hidden_front_matter(lines, end + 1, doc_id)
@@ -175,7 +177,7 @@ def _refuse_hidden_front_matter(lines: list[str], start: int, doc_id: str) -> No
         at_top = False
 
 
-def _parse_line(raw: str, number: int, fields: dict, doc_id: str) -> None:
+def _parse_line(raw: str, number: int, fields: dict[str, Any], doc_id: str) -> None:
     """Parse one `key: value` line of front matter into `fields`."""
 
     def fail(reason: str) -> DocumentError:

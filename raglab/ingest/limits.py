@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from raglab.ingest.loaders import DocumentError
+from raglab.ingest.front_matter import DocumentError
 from raglab.records import Chunk, Document
 from raglab.validation import check_int
 

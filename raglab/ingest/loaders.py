@@ -45,7 +45,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from raglab.ingest.front_matter import DocumentError, parse_front_matter
+# DocumentError is raised here and re-exported: callers of the loader catch it from here
+from raglab.ingest.front_matter import DocumentError as DocumentError
+from raglab.ingest.front_matter import parse_front_matter
 from raglab.ingest.supersedes import supersedes_problems, unknown_targets
 from raglab.records import DEFAULT_TENANT, Document
 from raglab.text import markdown_lines

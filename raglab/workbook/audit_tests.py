@@ -74,7 +74,7 @@ def audit_tests() -> list[Callable[[Any], None]]:
     def test_leak_probes_retrieve_nothing_forbidden(pipeline):
         probes = [q for q in load_questions(sample_questions()) if q.leak_docs]
         for q in probes:
-            asker = Principal("u", q.tenant, set(q.groups))
+            asker = Principal("u", q.tenant, frozenset(q.groups))
             hits = pipeline.retrieve(q.question, asker, k=5)
             leaked = sorted({hit.chunk.doc_id for hit in hits} & set(q.leak_docs))
             assert leaked == [], f"{q.id} as {q.tenant} {sorted(q.groups)} retrieved {leaked}"

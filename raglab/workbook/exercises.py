@@ -26,6 +26,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 NOTEBOOKS = Path("notebooks")
 EXERCISES = Path("exercises")
@@ -139,7 +140,7 @@ def student_cell(cell: dict, *, where: str = "<cell>") -> dict:
 # --- one notebook ---------------------------------------------------------------------
 
 
-def exercise_list(nb: dict) -> list[dict[str, str]]:
+def exercise_list(nb: dict) -> list[dict[str, Any]]:
     """The exercises a notebook declares: `{"exercise", "function", "points"}` from solution cells.
 
     A solution cell carries `{"raglab": {"exercise": "chunk", "function": "chunk", "points": 2}}`

@@ -136,7 +136,7 @@ def format_table(report: GradeReport) -> str:
 
 
 def summary_rows(report: GradeReport) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for learner in report.learners():
         t = total(report.of(learner))
         rows.append(

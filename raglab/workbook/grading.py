@@ -51,7 +51,7 @@ CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's autosave copies: not submissions
 # --- inside the learner's kernel -----------------------------------------------------------
 
 
-def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) -> None:
+def grade_in_kernel(exercises: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
     """Run each exercise's check on the notebook's function; print the grades as JSON.
 
     Called by the cell the grader appends to the notebook. The checks' own printing is
@@ -96,7 +96,7 @@ def grade_in_kernel(exercises: list[dict[str, str]], namespace: dict[str, Any]) 
 # --- running a notebook --------------------------------------------------------------------
 
 
-def declared_exercises(nb: dict, expected: Sequence[dict] = ()) -> list[dict[str, str]]:
+def declared_exercises(nb: dict, expected: Sequence[dict] = ()) -> list[dict[str, Any]]:
     """The exercises of a notebook, from its solution cells and its own metadata, and
     the `expected` ones (the course's, `raglab.workbook.course`).
 
@@ -107,7 +107,7 @@ def declared_exercises(nb: dict, expected: Sequence[dict] = ()) -> list[dict[str
 
     listed = nb.get("metadata", {}).get("raglab", {}).get("exercises", [])
     found = [*exercise_list(nb), *listed, *expected]
-    unique: dict[str, dict[str, str]] = {}
+    unique: dict[str, dict[str, Any]] = {}
     for item in found:
         unique.setdefault(
             item["exercise"],
@@ -137,7 +137,7 @@ def kernel_manager():
 
 
 def run_notebook(
-    nb: Any, exercises: list[dict[str, str]], *, cwd: Path, timeout: int = DEFAULT_TIMEOUT
+    nb: Any, exercises: list[dict[str, Any]], *, cwd: Path, timeout: int = DEFAULT_TIMEOUT
 ):
     """Execute `nb` (a NotebookNode, changed in place) with a grading cell appended.
 

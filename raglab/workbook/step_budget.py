@@ -35,14 +35,19 @@ def step_budget(limit: int, *, counted: Callable[[str], bool] | None = None) -> 
                 raise Endless
         return count_lines
 
-    def on_call(frame, event, arg):
-        filename = frame.f_code.co_filename
-        if filename not in verdicts:
-            verdicts[filename] = counted(filename)
-        return count_lines if verdicts[filename] else None
+    tracer = count_lines
+    if counted is not None:
+
+        def on_call(frame, event, arg):
+            filename = frame.f_code.co_filename
+            if filename not in verdicts:
+                verdicts[filename] = counted(filename)
+            return count_lines if verdicts[filename] else None
+
+        tracer = on_call
 
     previous = sys.gettrace()
-    sys.settrace(count_lines if counted is None else on_call)
+    sys.settrace(tracer)
     try:
         yield
     finally:

@@ -48,7 +48,7 @@ STEP_BUDGET = 1_000_000
 # Code from these folders is library code: its lines do not count against the budget.
 _LIBRARY = tuple(
     str(Path(p).resolve())
-    for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, Path(__file__).parents[1]}
+    for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).parents[1])}
 )
 
 

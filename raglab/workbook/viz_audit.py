@@ -48,7 +48,7 @@ class Compared:
 
 
 def _asker(question: Question) -> Principal:
-    return Principal("u", question.tenant, set(question.groups))
+    return Principal("u", question.tenant, frozenset(question.groups))
 
 
 def compare(questions: Sequence[Question], pipelines: dict[str, Ask]) -> list[Compared]:

@@ -288,11 +288,11 @@ def check_audit_table(table: Any) -> CheckResult:
             return verdict(name, flaw, [f"{test!r} is not one of the audit's tests"])
         if fix not in fixed.FIXES:
             return verdict(name, flaw, [f"fix {fix!r}: choose from {', '.join(fixed.FIXES)}"])
-        why = _evidence(test, fix)
-        if why is None and FINDS[test] != flaw:
-            why = f"{test} fails for another flaw, {FINDS[test]!r}"
-        if why is not None:
-            return verdict(name, flaw, [why])
+        problem = _evidence(test, fix)
+        if problem is None and FINDS[test] != flaw:
+            problem = f"{test} fails for another flaw, {FINDS[test]!r}"
+        if problem is not None:
+            return verdict(name, flaw, [problem])
     return verdict(
         name, None, [f"all {len(FLAWS)} flaws found, each test red before its fix and green after"]
     )

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from raglab.records import Chunk, Document, content_hash
+from raglab.records import Chunk, Document
+from raglab.text import content_hash
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
     RANDOM_CASES,
@@ -309,7 +310,12 @@ def _damage(rng: random.Random, doc: Document, chunks: list[Chunk]) -> list[Chun
         return chunks[:i] + [merged] + rest
     if kind == "meta":
         field = rng.choice(("tenant", "groups", "doc_version", "doc_id"))
-        value = {"tenant": "default", "groups": ("all",), "doc_version": "0", "doc_id": "x.md"}
+        value: dict[str, Any] = {
+            "tenant": "default",
+            "groups": ("all",),
+            "doc_version": "0",
+            "doc_id": "x.md",
+        }
         return chunks[:i] + [replace(c, **{field: value[field]})] + chunks[i + 1 :]
     if kind == "find":
         start = doc.text.find(c.text)
@@ -387,6 +393,7 @@ def check_chunk_violations(fn: Callable[..., list[str]]) -> CheckResult:
         if isinstance(outcome.error, NotImplementedError):
             return verdict(name, NOT_IMPLEMENTED_CASE, [])
         expected = case.expected
+        why: str | None
         if outcome.error is not None or outcome.endless:
             why = ""
         else:

@@ -314,9 +314,9 @@ def _chunk(
 
 
 ANN = Principal("ann", "acme")  # an acme employee in no group
-HANA = Principal("hana", "acme", {"hr"})  # acme, in hr
+HANA = Principal("hana", "acme", frozenset({"hr"}))  # acme, in hr
 GINA = Principal("gina", "globex")  # a globex customer
-GLOBEX_HR = Principal("gus", "globex", {"hr"})  # in a group called hr, but of globex
+GLOBEX_HR = Principal("gus", "globex", frozenset({"hr"}))  # in a group called hr, but of globex
 
 # The other tenant's refund page outranks everything acme has: filtering the top-k
 # afterwards leaves an acme user with nothing.
@@ -435,7 +435,7 @@ def random_search_cases(n: int = 100, seed: int = 2024) -> list[SearchCase]:
             text = " ".join(rng.choice(_WORDS[:4]) for _ in range(rng.randint(1, 2)))
             chunks.append(_chunk(f"{tenant}/doc{row}.md", text, tenant, groups))
         principal = Principal(
-            "u", rng.choice(_TENANTS), set(rng.sample(_GROUPS, rng.randint(0, 1)))
+            "u", rng.choice(_TENANTS), frozenset(rng.sample(_GROUPS, rng.randint(0, 1)))
         )
         question = " ".join(rng.choice(_WORDS[:4]) for _ in range(rng.randint(1, 2)))
         case = SearchCase(

@@ -284,7 +284,7 @@ def check_hash_embed(fn: Callable[..., np.ndarray]) -> CheckResult:
     )
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     "cosine": check_cosine,
     "hash_embed": check_hash_embed,

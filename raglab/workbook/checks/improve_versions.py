@@ -82,7 +82,7 @@ def _hidden_variant(
     return {doc for doc in hidden if doc in readable or not old_readable}
 
 
-VERSION_MISTAKES: tuple[tuple[dict[str, bool], str], ...] = (
+VERSION_MISTAKES: tuple[tuple[dict[str, Any], str], ...] = (
     (
         {"swapped": True},
         "the other way round: the *older* document (the one named in `supersedes`) is hidden",

@@ -415,7 +415,7 @@ def _explain_access(case: Case, outcome: Outcome, why: str) -> list[str]:
     return lines
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     "top_k": check_top_k,
     "bm25_scores": check_bm25_scores,

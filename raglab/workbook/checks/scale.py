@@ -94,5 +94,5 @@ def check_knn_recall(fn: Callable[[Any, Any], float]) -> CheckResult:
     return run_cases("knn_recall", "knn_recall", fn, CASES + randoms, _judge, summary)
 
 
-# Exercise id -> check, for this notebook; raglab.checks.CHECKS merges every notebook's.
+# Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {"knn_recall": check_knn_recall}
