@@ -232,7 +232,7 @@ def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[st
     """The body with no secret in it and a notice of what was cut; or `DocumentError`.
 
     Refused when the policy is "refuse", and also when redacting cannot remove them all
-    (a secret in the front matter, or one written with look-alike characters).
+    (a secret in the front matter, which redaction leaves as written).
     """
     # Here, not at the top: `raglab ask --index` imports this module but loads no file, and
     # compiling the credential patterns is a noticeable share of its start-up.
@@ -248,6 +248,11 @@ def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[st
         clean = redact(body)
         if not find_secrets(text[: len(text) - len(body)] + clean):
             return clean, f"redacted: {where}; each replaced by {REDACTED}"
+        raise DocumentError(
+            doc_id,
+            f"refused: {where}, which redacting cannot cut out (in the front matter, or "
+            "written with characters that fold into it): remove it from the file",
+        )
     raise DocumentError(
         doc_id,
         f"refused: {where}; credentials do not belong in a corpus (anyone who may read "
