@@ -12,7 +12,13 @@ text, as `bench_beir.py` writes it, and the folder is loaded by `raglab.ingest.l
   still refused (redaction could not cut the secret out).
 
 A public corpus of essays or abstracts holds no credential, so every count is a false
-positive. `--show N` prints the first N flagged spans (escaped, shortened) to see why.
+positive. Measured (refused in refuse mode; redacted / refused in redact mode):
+
+    corpus                                  before (compound terms read as keys)   after
+    SciFact, 5,183 abstracts                5 high-entropy; 5 / 0                  0; 0 / 0
+    ArguAna, the 1,406 test arguments       2 high-entropy; 2 / 0                  0; 0 / 0
+
+`--show N` prints the first N flagged spans (escaped, shortened) to see why.
 The datasets never enter the repository (public benchmarks carry their own licences):
 only the figures do. The true positives are tested in tests/ingest/test_credentials.py.
 """

@@ -75,19 +75,9 @@ LABELS = (
     "лозинка", r"κωδικός\s+πρόσβασης", r"mật\s+khẩu", r"kata\s+sandi", r"kata\s+laluan",
     r"كلمة\s+المرور", r"كلمة\s+السر", "סיסמה", "סיסמא", "पासवर्ड",
 )  # fmt: skip
-"""Labels whose value is a password or key, each a regular expression (one word here)."""
+"""Labels whose value is a password or key: regular expressions, matched in any case."""
 
-UNSPACED_LABELS = (
-    "密码",
-    "密碼",
-    "口令",
-    "パスワード",
-    "暗証番号",
-    "비밀번호",
-    "암호",
-    "패스워드",
-    "รหัสผ่าน",
-)
+UNSPACED_LABELS = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "패스워드", "รหัสผ่าน")  # fmt: skip
 """The same in scripts written without spaces: no word boundary comes before them."""
 
 _ASSIGNED = (
