@@ -63,10 +63,10 @@ of the shortest token judged. On SciFact and ArguAna no token has more than 12
 (`sIL-13Ralpha2-Fc-treated`); 1 random key of 24 characters in 700 has fewer, of 40 none."""
 
 LABELS = (
-    # English, as in configuration files and environment variables (DB_PASSWORD=)
-    "password", "passwd", "passphrase", "pwd", "secret", "client_secret", r"api[_-]?key",
-    "apikey", r"access[_-]?token", r"auth[_-]?token", r"secret[_-]?key", r"access[_-]?key",
-    r"private[_-]?key", r"(?<=_)pass", r"(?<=_)pw",  # db_pass, smtp_pw
+    # English, as in configuration files and environment variables (DB_PASSWORD=, PGPASSWORD=)
+    "password", "passwd", "passphrase", "pwd", "secret", r"api[\s_-]?key", r"access[\s_-]?token",
+    r"auth[\s_-]?token", r"secret[\s_-]?key", r"access[\s_-]?key", r"private[\s_-]?key",
+    r"(?<=_)pass", r"(?<=_)pw",  # db_pass, smtp_pw
     # "password" in other languages (with and without their accents)
     "passwort", "kennwort", r"mot\s+de\s+passe", "contraseña", "contrasena", "senha",
     "palavra-passe", "wachtwoord", "lösenord", "losenord", "passord", "adgangskode",
@@ -75,15 +75,20 @@ LABELS = (
     "лозинка", r"κωδικός\s+πρόσβασης", r"mật\s+khẩu", r"kata\s+sandi", r"kata\s+laluan",
     r"كلمة\s+المرور", r"كلمة\s+السر", "סיסמה", "סיסמא", "पासवर्ड",
 )  # fmt: skip
-"""Labels whose value is a password or key: regular expressions, matched in any case."""
+"""Labels whose value is a password or key: regular expressions, matched in any case, also
+at the end of a longer name (MYSQL_ROOT_PASSWORD, PGPASSWORD, Datenbankpasswort)."""
 
 UNSPACED_LABELS = ("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "패스워드", "รหัสผ่าน")  # fmt: skip
 """The same in scripts written without spaces: no word boundary comes before them."""
 
-_ASSIGNED = (
-    rf"(?i)(?:(?:\b|(?<=_))(?:{'|'.join(LABELS)})|{'|'.join(UNSPACED_LABELS)})"
-    r"\b[*_`\"']{0,2}\s*[:=]\s*[*_`]{0,2}\s*"  # markup around the label or value: **Password:**
-    r"(?P<secret>\"[^\"\n]+\"|'[^'\n]+'|`[^`\n]+`|[^\s\"'`,;]+)"
+_LABEL = rf"(?:\b\w*(?:{'|'.join(LABELS)})|{'|'.join(UNSPACED_LABELS)})"
+_VALUE = r"(?P<secret>\"[^\"\n]+\"|'[^'\n]+'|`[^`\n]+`|[^\s\"'`,;]+)"
+_ASSIGNED = (  # markup may surround the label or the value: **Password:** `s3cr3t`
+    rf"(?i){_LABEL}\b[*_`\"']{{0,2}}\s*(?::=|=>|[:=])\s*[*_`]{{0,2}}\s*{_VALUE}"
+)
+_OTHER_ASSIGNMENTS = (
+    rf"(?i)<{_LABEL}>\s*(?P<secret>[^<\n]+?)\s*</",  # <password>s3cr3t</password>
+    rf"(?i)(?<![\w-])--{_LABEL}[ \t]+(?!-){_VALUE}",  # mysql --password s3cr3t
 )
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -99,7 +104,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "password in a URL",
         re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s/?#@:]*:(?P<secret>[^\s/?#@]+)@"),
     ),
-    ("password or key assignment", re.compile(_ASSIGNED)),
+    *(("password or key assignment", re.compile(p)) for p in (_ASSIGNED, *_OTHER_ASSIGNMENTS)),
 )
 """(kind, pattern): a match is a secret; a `secret` group, when present, is the part redacted
 (when its value passes `_VALUE_CHECKS`)."""

@@ -55,6 +55,13 @@ NEW_SHAPES = [
     ("SMTP_PASS=mailpw42", "password or key assignment"),
     ("user_pw: 'Tr0ub4dor'", "password or key assignment"),
     ("password = hunter2", "password or key assignment"),  # 7 characters
+    ("PGPASSWORD=hunter2x psql", "password or key assignment"),  # a prefix, no underscore
+    ("Datenbankpasswort: Sommer2024", "password or key assignment"),
+    ("API key: sk-abc12345", "password or key assignment"),  # a space inside the label
+    ("'password' => 'hunter2x'", "password or key assignment"),
+    ('dbPassword := "Tr0ub4dor"', "password or key assignment"),
+    ("<password>hunter2-Secret</password>", "password or key assignment"),
+    ("mysql --user app --password s3cret-Pass", "password or key assignment"),
     ("**Password:** Sommer2024!", "password or key assignment"),
     ("`api_key`: `k-1234567`", "password or key assignment"),
     ("Passwort: Sommer2024!", "password or key assignment"),
@@ -118,6 +125,8 @@ NOT_SECRETS = [
     "Passwort: mindestens 12 Zeichen",
     "mot de passe : voir le coffre",
     "The bypass = 3 lanes; db_password_hash = bcrypt",
+    "bypass = 3-lanes-x; compass: N-E-S-W-1",
+    "Run it with --password --verbose to be asked for it.",
 ]
 
 
