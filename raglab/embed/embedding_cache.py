@@ -250,8 +250,11 @@ def _private_folder(folder: Path) -> None:
 
 
 def _private_file(path: Path) -> None:
-    """Create the cache file private (SQLite gives its journals the same mode), or make it so."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+    """Create the cache file private (SQLite gives its journals the same mode), or make it so.
+
+    A link in its place is refused (O_NOFOLLOW): it could point the cache's writes elsewhere.
+    """
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE))
     if stat.S_IMODE(path.stat().st_mode) & ~FILE_MODE:
         path.chmod(FILE_MODE)
 

@@ -144,3 +144,15 @@ def test_a_non_finite_vector_from_the_model_is_not_stored(tmp_path):
     broken = Broken()
     cached(broken, tmp_path).embed(TEXTS)
     assert broken.texts == TEXTS  # nothing was kept to hand back
+
+
+def test_a_link_in_place_of_the_cache_file_is_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    folder = tmp_path / "cache"
+    wrapped = cached(Counting(), folder)
+    folder.mkdir(mode=0o700)
+    wrapped.path.symlink_to(victim)
+    with pytest.warns(UserWarning, match="embedding without it"):
+        wrapped.embed(TEXTS)
+    assert victim.read_text() == "keep me" and mode(victim) != 0o600
