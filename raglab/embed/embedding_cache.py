@@ -12,7 +12,15 @@ fraction of a second.
   on, which the key does not capture. `cached` returns it unchanged.
 - Two processes may write at once (SQLite locks; a busy timeout; INSERT OR IGNORE).
 - A corrupt or unreadable cache file is a warning, never an error: the file is rebuilt,
-  or, when that fails too, the texts are simply embedded.
+  or, when that fails too, the texts are simply embedded. An entry that is not a vector
+  of the model's width (another size, another type, a NaN or an infinity) is discarded:
+  its text is embedded again and the entry replaced.
+- The cache is private (folder 0700, files 0600): a vector is filed under its text's
+  digest, so whoever can read the file can confirm a guessed text. A folder that exists
+  with wider permissions is made private when it holds nothing but cache files; one that
+  also holds other files (say RAGLAB_CACHE_DIR=$HOME) is left as it is and not used,
+  with a warning: changing the permissions of a folder that is not the cache's own could
+  lock others out of what else it holds.
 - A cached vector is the one the text got the first time. For MiniLM, a text embedded in
   another batch can differ in the last float bits (padding); the cache keeps one of them.
 
@@ -31,6 +39,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import stat
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +59,13 @@ BUSY_TIMEOUT_S = 30.0
 
 LOOKUP_BATCH = 500
 """Keys per SELECT: under SQLite's limit on parameters in one statement (999 in old builds)."""
+
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+"""The cache's folder and files are its owner's alone (the module docstring says why)."""
+
+CACHE_SUFFIXES = (".sqlite", ".sqlite-journal", ".sqlite-wal", ".sqlite-shm")
+"""Names of the files the cache writes: a folder holding only these is the cache's own."""
 
 
 def default_folder() -> Path:
@@ -138,16 +154,18 @@ class CachedEmbedder:
                 batch = distinct[start : start + LOOKUP_BATCH]
                 marks = ",".join("?" * len(batch))
                 rows = db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", batch)
-                found.update(
-                    (k, np.frombuffer(v, dtype=np.float32)) for k, v in rows if len(v) == width
-                )
+                for key, blob in rows:
+                    vector = _vector(blob, width)
+                    if vector is not None:  # else embedded again, and the entry replaced
+                        found[key] = vector
         return found
 
     def _write(self, vectors: dict[bytes, np.ndarray]) -> None:
         with self._connection() as db:
             if db is not None:
-                rows = [(k, v.tobytes()) for k, v in vectors.items()]
-                db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+                rows = [(k, v.tobytes()) for k, v in vectors.items() if np.isfinite(v).all()]
+                # REPLACE: a key is only ever written when its stored entry was missing or discarded.
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
                 db.commit()
 
     def _connection(self) -> _Connection:
@@ -194,8 +212,17 @@ class _Connection:
             self.db = None
 
 
+def _vector(blob: object, width: int) -> np.ndarray | None:
+    """The stored vector, or None when the entry is not one: not bytes of `width`, or not finite."""
+    if not isinstance(blob, bytes) or len(blob) != width:
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    return vector if np.isfinite(vector).all() else None
+
+
 def _open(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_folder(path.parent)
+    _private_file(path)
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     try:  # a file that is not a database fails here
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB)")
@@ -203,6 +230,33 @@ def _open(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _private_folder(folder: Path) -> None:
+    """Create `folder` private, or make it private; PermissionError when it is not the
+    cache's own (it holds other files), so that its permissions are not ours to change."""
+    folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if mode & ~FOLDER_MODE == 0:
+        return
+    others = sorted(p.name for p in folder.iterdir() if not p.name.endswith(CACHE_SUFFIXES))
+    if others:
+        raise PermissionError(
+            f"folder {str(folder)!r} can be read by other users (mode {mode:o}) and holds more than "
+            f"the cache ({others[0]!r}...): make it private (chmod 700) or set "
+            f"{CACHE_DIR_VARIABLE} to a folder of its own"
+        )
+    folder.chmod(FOLDER_MODE)
+
+
+def _private_file(path: Path) -> None:
+    """Create the cache file private (SQLite gives its journals the same mode), or make it so.
+
+    A link in its place is refused (O_NOFOLLOW): it could point the cache's writes elsewhere.
+    """
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE))
+    if stat.S_IMODE(path.stat().st_mode) & ~FILE_MODE:
+        path.chmod(FILE_MODE)
 
 
 def _is_corrupt(error: Exception) -> bool:

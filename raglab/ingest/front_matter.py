@@ -41,6 +41,8 @@ import re
 import unicodedata
 from typing import Any
 
+from raglab.text import shown
+
 FRONT_MATTER_KEYS = ("groups", "supersedes", "tenant", "title", "version")
 FENCE = "---"
 ACCESS_KEYS = ("groups", "tenant")
@@ -49,10 +51,11 @@ ACCESS_KEYS = ("groups", "tenant")
 
 # Defined here, the first module that raises it; `raglab.ingest.loaders` raises it for whole files.
 class DocumentError(ValueError):
-    """One file cannot be loaded. `str(error)` is "<document id>: <reason>"."""
+    """One file cannot be loaded. `str(error)` is "<document id>: <reason>", the id escaped
+    to print on one line (`raglab.text.shown`); `path` is the id itself."""
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
+        super().__init__(f"{shown(path)}: {reason}")
         self.path = path
         self.reason = reason
 

@@ -10,8 +10,13 @@ A corpus is a folder; a document's id is its POSIX path relative to that folder
 - its optional front matter is well formed (see `parse_front_matter`).
 
 One bad file never loses the rest: `load_folder` collects a `DocumentError` for it and
-loads the others. Line endings are normalised to "\\n", so a file checked out with
-Windows line endings gives the same text, hash and chunk offsets on every machine.
+loads the others. So does a folder it cannot walk: one nested more than `MAX_DEPTH`
+levels deep, or one it cannot open, is skipped with an error naming it (a link to a
+folder is never followed, so links cannot loop; a file link that loops is refused).
+Messages print names through `raglab.text.shown`: a file name holding a newline or a
+terminal escape sequence cannot forge a line of output or take over the terminal.
+Line endings are normalised to "\\n", so a file checked out with Windows line endings
+gives the same text, hash and chunk offsets on every machine.
 
 Front matter (title, tenant, groups, version, supersedes) is parsed, and refused when it
 is ambiguous, by `raglab.ingest.front_matter`.
@@ -41,7 +46,9 @@ secret itself.
 from __future__ import annotations
 
 import codecs
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +57,7 @@ from raglab.ingest.front_matter import DocumentError as DocumentError
 from raglab.ingest.front_matter import parse_front_matter
 from raglab.ingest.supersedes import supersedes_problems, unknown_targets
 from raglab.records import DEFAULT_TENANT, Document
-from raglab.text import markdown_lines
+from raglab.text import markdown_lines, shown
 from raglab.validation import check_int
 
 DEFAULT_MAX_BYTES = 1_000_000
@@ -61,6 +68,11 @@ SUFFIXES = (".md", ".txt")
 DEFAULT_MAX_FILES = 10_000
 """Most files a corpus folder may hold: more is far more likely a wrong folder (a home
 directory, a checkout with its dependencies) than a knowledge base; raise it if not."""
+MAX_DEPTH = 32
+"""Deepest folder read below the corpus folder. Real document trees are a few levels deep;
+a deeper one is far more likely generated (an archive unpacked into itself, a script gone
+wrong), and at a few hundred levels its paths outgrow what the system can open."""
+SYMLINK_LOOP = "symbolic link loop: it never reaches a file"
 SECRET_POLICIES = ("refuse", "redact")
 """What the loader does with a file holding a credential (`raglab.ingest.credentials`)."""
 
@@ -91,27 +103,28 @@ def load_folder(
     """Load every `.md` and `.txt` file under `root` (recursively), sorted by document id.
 
     Hidden files and folders (a name starting with ".", such as .git) are skipped, and so
-    are symbolic links to folders (following them could loop or leave the corpus).
+    are symbolic links to folders (following them could loop or leave the corpus). A folder
+    deeper than `MAX_DEPTH` or unreadable is skipped with an error naming it.
     Raises `CorpusError` when `root` is missing, not a folder, holds no .md/.txt file, or
     more than `max_files` of them. `max_bytes` and `secrets` are `load_file`'s.
     """
     max_files = check_int("max_files", max_files, minimum=1)
     folder = Path(root)
     if not folder.exists():
-        raise CorpusError(f"corpus folder {str(folder)!r} does not exist")
+        raise CorpusError(f"corpus folder '{shown(str(folder))}' does not exist")
     if not folder.is_dir():
-        raise CorpusError(f"corpus folder {str(folder)!r} is not a folder")
-    paths = _candidate_files(folder, max_files)
+        raise CorpusError(f"corpus folder '{shown(str(folder))}' is not a folder")
+    paths, skipped = _candidate_files(folder, max_files)
     if len(paths) > max_files:
         raise CorpusError(
-            f"corpus folder {str(folder)!r} holds more than max_files={max_files} .md/.txt "
+            f"corpus folder '{shown(str(folder))}' holds more than max_files={max_files} .md/.txt "
             "files; point at the documents' own folder, or raise the limit (--max-files)"
         )
     if not paths:
         kinds = " or ".join(SUFFIXES)
-        raise CorpusError(f"corpus folder {str(folder)!r} contains no {kinds} file")
+        raise CorpusError(f"corpus folder '{shown(str(folder))}' contains no {kinds} file")
     documents: list[Document] = []
-    errors: list[DocumentError] = []
+    errors: list[DocumentError] = list(skipped)
     redacted: list[DocumentError] = []
     for path in paths:
         try:
@@ -148,37 +161,54 @@ def _tenant_folder_errors(documents: list[Document]) -> dict[str, DocumentError]
         folder, slash, _ = doc.id.partition("/")
         if not slash or folder not in known or doc.tenant == folder:
             continue
+        name = shown(folder)
         if doc.tenant == DEFAULT_TENANT:
             reason = (
                 f"refused: it names no tenant (it would be public in tenant {DEFAULT_TENANT!r}) "
-                f"but lies in folder '{folder}/' of tenant {folder!r}; add 'tenant: {folder}' "
+                f"but lies in folder '{name}/' of tenant {folder!r}; add 'tenant: {name}' "
                 "and its groups to its front matter"
             )
         else:
             reason = (
                 f"refused: its front matter names tenant {doc.tenant!r} but it lies in "
-                f"folder '{folder}/' of tenant {folder!r}; correct the tenant or move the file"
+                f"folder '{name}/' of tenant {folder!r}; correct the tenant or move the file"
             )
         errors[doc.id] = DocumentError(doc.id, reason)
     return errors
 
 
-def _candidate_files(folder: Path, max_files: int) -> list[Path]:
-    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id.
+def _candidate_files(folder: Path, max_files: int) -> tuple[list[Path], list[DocumentError]]:
+    """The .md/.txt files under `folder`, skipping hidden names, sorted by document id, and
+    an error for each folder skipped (deeper than `MAX_DEPTH`, or unreadable).
 
     The walk stops after `max_files + 1` files: a wrong folder (say /) is not walked whole.
     """
     found: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):  # followlinks=False: see load_folder
+    skipped: list[DocumentError] = []
+
+    def unreadable(error: OSError) -> None:
+        why = f"not read: the folder cannot be opened ({error.strerror})"
+        skipped.append(DocumentError(_folder_id(error.filename, folder), why))
+
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=unreadable):  # no links followed
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if dirnames and len(Path(dirpath).relative_to(folder).parts) >= MAX_DEPTH:
+            why = f"not read: a folder more than {MAX_DEPTH} levels deep (move its files up)"
+            skipped += [DocumentError(_folder_id(Path(dirpath, d), folder), why) for d in dirnames]
+            dirnames.clear()
         for name in filenames:
             if name.startswith(".") or not name.lower().endswith(SUFFIXES):
                 continue
             path = Path(dirpath, name)
             found[path.relative_to(folder).as_posix()] = path
             if len(found) > max_files:
-                return list(found.values())
-    return [found[doc_id] for doc_id in sorted(found)]
+                return list(found.values()), skipped
+    return [found[doc_id] for doc_id in sorted(found)], skipped
+
+
+def _folder_id(path: str | Path, root: Path) -> str:
+    """A folder's POSIX path relative to the corpus folder, with a closing "/"."""
+    return Path(os.path.relpath(path, root)).as_posix() + "/"
 
 
 # ---------------------------------------------------------------------------- one file
@@ -234,7 +264,7 @@ def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[st
     """The body with no secret in it and a notice of what was cut; or `DocumentError`.
 
     Refused when the policy is "refuse", and also when redacting cannot remove them all
-    (a secret in the front matter, or one written with look-alike characters).
+    (a secret in the front matter, which redaction leaves as written).
     """
     # Here, not at the top: `raglab ask --index` imports this module but loads no file, and
     # compiling the credential patterns is a noticeable share of its start-up.
@@ -250,6 +280,11 @@ def _without_secrets(text: str, body: str, doc_id: str, policy: str) -> tuple[st
         clean = redact(body)
         if not find_secrets(text[: len(text) - len(body)] + clean):
             return clean, f"redacted: {where}; each replaced by {REDACTED}"
+        raise DocumentError(
+            doc_id,
+            f"refused: {where}, which redacting cannot cut out (in the front matter, or "
+            "written with characters that fold into it): remove it from the file",
+        )
     raise DocumentError(
         doc_id,
         f"refused: {where}; credentials do not belong in a corpus (anyone who may read "
@@ -261,30 +296,49 @@ def _document_id(path: Path, root: Path) -> str:
     """The POSIX path of `path` relative to `root`, before any link is followed."""
     relative = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root)))
     if relative.parts and relative.parts[0] == "..":
-        raise DocumentError(path.as_posix(), f"is not inside the corpus folder {str(root)!r}")
+        raise DocumentError(
+            path.as_posix(), f"is not inside the corpus folder '{shown(str(root))}'"
+        )
     return relative.as_posix()
 
 
 def _read_inside_corpus(path: Path, root: Path, doc_id: str, max_bytes: int) -> bytes:
     """The file's bytes, after the where / what / how-big checks."""
     # Subtle: resolve both sides, so a symbolic link is judged by where it really points.
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except RuntimeError:  # a symbolic link loop, as Python before 3.13 reports it
+        raise DocumentError(doc_id, SYMLINK_LOOP) from None
     if not real.is_relative_to(root.resolve()):
         raise DocumentError(doc_id, "symbolic link points outside the corpus folder")
-    if not real.exists():
-        raise DocumentError(doc_id, "file does not exist")
-    if not real.is_file():
-        raise DocumentError(doc_id, "not a regular file")
-    size = real.stat().st_size
-    if size > max_bytes:
-        raise DocumentError(doc_id, f"file too large ({size} bytes > max_bytes={max_bytes})")
     try:
-        data = real.read_bytes()
+        return _regular_file_bytes(real, doc_id, max_bytes)
     except OSError as error:
-        raise DocumentError(doc_id, f"cannot be read ({error.strerror})") from None
+        raise DocumentError(doc_id, _unreadable(error)) from None
+
+
+def _regular_file_bytes(real: Path, doc_id: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` (OSError when it cannot be read)."""
+    info = real.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise DocumentError(doc_id, "not a regular file")
+    if info.st_size > max_bytes:
+        raise DocumentError(
+            doc_id, f"file too large ({info.st_size} bytes > max_bytes={max_bytes})"
+        )
+    data = real.read_bytes()
     if len(data) > max_bytes:  # it grew between the size check and the read
         raise DocumentError(doc_id, f"file too large ({len(data)} bytes > max_bytes={max_bytes})")
     return data
+
+
+def _unreadable(error: OSError) -> str:
+    """Why a file could not be read, without its path (the message names it once)."""
+    if error.errno == errno.ENOENT:
+        return "file does not exist"
+    if error.errno == errno.ELOOP:
+        return SYMLINK_LOOP
+    return f"cannot be read ({error.strerror or type(error).__name__})"
 
 
 def _decode(data: bytes, doc_id: str) -> str:
