@@ -6,8 +6,9 @@ check earns them all, a failed one none. A notebook without exercises gets one r
 so, worth nothing and no failure.
 
 Names come from learners (a folder, a file name): printed, they go through
-`raglab.text.shown`, so none can forge a line or take over the terminal; written to CSV, a
-cell that a spreadsheet would read as a formula is quoted as OWASP advises.
+`raglab.text.shown`, so none can forge a line or take over the terminal; written to CSV,
+they are escaped the same way (`cat grades.csv` prints them too), and a cell that a
+spreadsheet would read as a formula is quoted as OWASP advises.
 """
 
 from __future__ import annotations
@@ -200,20 +201,22 @@ def write_summary_csv(report: GradeReport, path: Path) -> None:
 
 
 def _write(path: Path, columns: tuple[str, ...], rows: Iterable[Iterable[object]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as file:
+    with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(columns)
         writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
 
 
 def spreadsheet_safe(cell: object) -> object:
-    """A CSV cell a spreadsheet shows as text: one that would start a formula gets a leading '.
+    """A CSV cell a terminal and a spreadsheet show as text: control characters escaped
+    (`printable`), and one that would start a formula with a leading '.
 
     >>> spreadsheet_safe("=1+2"), spreadsheet_safe("@SUM(A1)"), spreadsheet_safe("ann"), spreadsheet_safe(2)
     ("'=1+2", "'@SUM(A1)", 'ann', 2)
     >>> spreadsheet_safe("-")  # a lone sign is no formula (the exercise column's "-")
     '-'
     """
-    if isinstance(cell, str) and len(cell) > 1 and cell.startswith(FORMULA_START):
-        return "'" + cell
-    return cell
+    if not isinstance(cell, str):
+        return cell
+    cell = printable(cell)
+    return "'" + cell if len(cell) > 1 and cell.startswith(FORMULA_START) else cell

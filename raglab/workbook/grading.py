@@ -4,14 +4,17 @@ Each notebook runs top to bottom in a fresh Python kernel (this environment's Py
 with a time limit per cell; a cell that fails or times out does not stop the run, as
 in a learner's own session. Then the grader runs the checks itself, inside that same
 kernel, on the functions the notebook defined — so a learner who deleted or edited a
-check cell is graded all the same. Which function belongs to which exercise comes from
-the solution cells' metadata, kept in the student version:
+check cell is graded all the same. Which function belongs to which exercise, and what it
+is worth, comes from the course handed out (`raglab.workbook.course`), whose solution cells
+carry it, never from the submission, whose metadata a learner can edit:
 
-    {"raglab": {"exercise": "chunk", "function": "chunk"}}
+    {"raglab": {"exercise": "chunk", "function": "chunk", "points": 2}}
 
 Grading runs the learners' code: run it on a machine (or in a container) where that
-is acceptable. It is feedback at scale, not proof against cheating: code in the notebook
-runs in the same kernel as the checks and could patch them.
+is acceptable. Every process a notebook starts is ended with it (`raglab.workbook.strays`),
+and one learner's notebook, however broken, costs that learner, never the class's run. It
+is feedback at scale, not proof against cheating: code in the notebook runs in the same
+kernel as the checks and could patch them.
 """
 
 from __future__ import annotations
@@ -256,7 +259,9 @@ def grade_notebook(
         )
 
 
-def _grade(path: Path, expected: list[dict] | None, row: Callable, failed: Callable, timeout: int):
+def _grade(
+    path: Path, expected: list[dict] | None, row: Callable, failed: Callable, timeout: int
+) -> list[ExerciseGrade]:
     import nbformat
 
     try:

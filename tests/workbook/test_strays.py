@@ -1,5 +1,6 @@
 """Grading ends every process a notebook started: detached into a new session, double-forked,
-or with its environment cleared (Linux; elsewhere `raglab.workbook.strays` does nothing)."""
+or with its environment cleared (Linux; elsewhere `raglab.workbook.strays` does nothing).
+(`strays` is imported in the tests that use it: the last test runs on any version.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from raglab.workbook import strays
 from raglab.workbook.grading import grade
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -57,6 +57,8 @@ def ended(pids: list[int]) -> list[int]:
 
 
 def test_a_label_ends_every_process_that_inherited_it_however_detached():
+    from raglab.workbook import strays
+
     label = strays.new_label()
     started = [
         subprocess.Popen(SLEEPER, env={**os.environ, **label}, start_new_session=True).pid,
@@ -71,6 +73,8 @@ def test_a_label_ends_every_process_that_inherited_it_however_detached():
 
 
 def test_adopting_ends_the_orphans_that_cleared_their_environment():
+    from raglab.workbook import strays
+
     with strays.adopting():
         script = (
             "import subprocess, sys; "
