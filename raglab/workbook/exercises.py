@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import re
+import reprlib
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -145,19 +146,72 @@ def exercise_list(nb: dict) -> list[dict[str, Any]]:
 
     A solution cell carries `{"raglab": {"exercise": "chunk", "function": "chunk", "points": 2}}`
     in its metadata; the grader uses it to know which function to check and what it is worth.
+    Raises ExerciseError naming the cell when that metadata is malformed (a learner can edit it).
     """
     found = []
-    for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("raglab", {})
+    for i, cell in enumerate(_cells(nb)):
+        meta = raglab_metadata(cell, where=f"cell {i}")
         if "exercise" in meta:
-            found.append(
-                {
-                    "exercise": meta["exercise"],
-                    "function": meta.get("function", meta["exercise"]),
-                    "points": meta.get("points", 1),
-                }
-            )
+            found.append(exercise_entry(meta, where=f"cell {i}"))
     return found
+
+
+def listed_exercises(nb: dict) -> list[dict[str, Any]]:
+    """The exercises a student notebook lists for itself (`student_notebook` writes them), checked."""
+    listed = raglab_metadata(nb, where="the notebook's metadata").get("exercises", [])
+    if not isinstance(listed, list):
+        raise ExerciseError(
+            f"the notebook's raglab.exercises must be a list (got {_brief(listed)})"
+        )
+    return [
+        exercise_entry(item, where=f"the notebook's exercise {i}") for i, item in enumerate(listed)
+    ]
+
+
+def exercise_entry(meta: Any, *, where: str) -> dict[str, Any]:
+    """One exercise's metadata, checked: `{"exercise", "function", "points"}` (function defaults
+    to the exercise's name, points to 1).
+
+    >>> exercise_entry({"exercise": "chunk", "points": 2}, where="cell 7")
+    {'exercise': 'chunk', 'function': 'chunk', 'points': 2}
+    >>> exercise_entry({"exercise": "chunk", "points": "ten"}, where="cell 7")
+    Traceback (most recent call last):
+    ...
+    raglab.workbook.exercises.ExerciseError: cell 7: points must be a whole number >= 0 (got 'ten')
+    """
+    if not isinstance(meta, dict):
+        raise ExerciseError(f"{where}: an exercise must be an object (got {_brief(meta)})")
+    exercise = meta.get("exercise")
+    function = meta.get("function", exercise)
+    points = meta.get("points", 1)
+    for key, name in (("exercise", exercise), ("function", function)):
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise ExerciseError(f"{where}: {key} must be a Python name (got {_brief(name)})")
+    if type(points) is not int or points < 0:  # not bool, float or text
+        raise ExerciseError(f"{where}: points must be a whole number >= 0 (got {_brief(points)})")
+    return {"exercise": exercise, "function": function, "points": points}
+
+
+def _cells(nb: dict) -> list[dict]:
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise ExerciseError("the notebook's cells must be a list of objects")
+    return cells
+
+
+def raglab_metadata(item: dict, *, where: str) -> dict:
+    """The metadata under "raglab" of a cell or notebook ({} when it has none); ExerciseError
+    naming `where` when it is not an object."""
+    metadata = item.get("metadata", {})
+    meta = metadata.get("raglab", {}) if isinstance(metadata, dict) else None
+    if not isinstance(meta, dict):
+        raise ExerciseError(f"{where}: raglab metadata must be an object (got {_brief(meta)})")
+    return meta
+
+
+def _brief(value: Any) -> str:
+    """A value as a short repr: a learner's metadata can hold anything, of any size."""
+    return reprlib.repr(value)
 
 
 def student_notebook(nb: dict, *, name: str = "<notebook>") -> dict:

@@ -1,8 +1,14 @@
 """What grading found, for an instructor: points per exercise, totals, tables and CSV files.
 
-One `ExerciseGrade` per learner × exercise. Points are declared with the exercise (the
-solution cell's `{"raglab": {"points": 2}}`): a passed check earns them all, a failed one
-none. A notebook without exercises gets one row that says so, worth nothing and no failure.
+One `ExerciseGrade` per learner × exercise. Points are declared with the exercise in the
+course (the solution cell's `{"raglab": {"points": 2}}`, `raglab.workbook.course`): a passed
+check earns them all, a failed one none. A notebook without exercises gets one row that says
+so, worth nothing and no failure.
+
+Names come from learners (a folder, a file name): printed, they go through
+`raglab.text.shown`, so none can forge a line or take over the terminal; written to CSV,
+they are escaped the same way (`cat grades.csv` prints them too), and a cell that a
+spreadsheet would read as a formula is quoted as OWASP advises.
 """
 
 from __future__ import annotations
@@ -12,10 +18,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from raglab.text import shown
+
 NO_EXERCISE = "-"  # the exercise column of a row about a whole notebook
 CSV_COLUMNS = ("learner", "notebook", "exercise", "points", "max_points", "passed", "message")
 SUMMARY_COLUMNS = ("learner", "points", "max_points", "percent", "exercises_passed", "exercises")
 TABLE_MESSAGE = 90  # characters of the message shown in the table (the CSV has it all)
+# A cell starting with one of these is a formula to a spreadsheet (=HYPERLINK(...) sends data
+# away, =cmd|... runs a program): OWASP's CSV injection guidance quotes it with a leading '.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,12 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def printable(text: str) -> str:
+    """`text` safe on one terminal line: `shown`, and a name that is not UTF-8 (bytes from
+    another system, kept by Python as surrogates) as backslash escapes instead of a crash."""
+    return shown(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     """Every column but the last padded to its widest cell."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -104,6 +121,7 @@ def format_table(report: GradeReport) -> str:
         ("learner", "notebook", "exercise", "points", "result", "message")
     ]
     for learner in report.learners():
+        name = printable(learner)
         notebooks = list(dict.fromkeys(g.notebook for g in report.of(learner)))
         with_exercises = [n for n in notebooks if total(report.of(learner, n)).exercises]
         for notebook in notebooks:
@@ -112,19 +130,21 @@ def format_table(report: GradeReport) -> str:
                 points = f"{g.points}/{g.max_points}" if g.graded else ""
                 rows.append(
                     (
-                        learner,
-                        notebook,
-                        g.exercise,
+                        name,
+                        printable(notebook),
+                        printable(g.exercise),
                         points,
                         g.result,
-                        _cut(g.message, TABLE_MESSAGE),
+                        _cut(printable(g.message), TABLE_MESSAGE),
                     )
                 )
             if len(with_exercises) > 1 and notebook in with_exercises:
                 t = total(grades)
-                rows.append((learner, notebook, "(notebook)", f"{t.points}/{t.max_points}", "", ""))
+                rows.append(
+                    (name, printable(notebook), "(notebook)", f"{t.points}/{t.max_points}", "", "")
+                )
         t = total(report.of(learner))
-        rows.append((learner, "(total)", "", f"{t.points}/{t.max_points}", f"{t.percent:.0f}%", ""))
+        rows.append((name, "(total)", "", f"{t.points}/{t.max_points}", f"{t.percent:.0f}%", ""))
     whole = total(report.grades)
     return "\n".join(
         _aligned(rows)
@@ -154,31 +174,49 @@ def summary_rows(report: GradeReport) -> list[tuple[str, ...]]:
 
 def format_summary(report: GradeReport) -> str:
     """One row per learner: points, maximum, percentage, exercises passed."""
-    return "\n".join(_aligned([SUMMARY_COLUMNS, *summary_rows(report)]))
+    rows = [(printable(learner), *rest) for learner, *rest in summary_rows(report)]
+    return "\n".join(_aligned([SUMMARY_COLUMNS, *rows]))
 
 
 def write_csv(report: GradeReport, path: Path) -> None:
     """One row per learner × exercise (CSV_COLUMNS); passed is true/false."""
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow(CSV_COLUMNS)
-        for g in report.grades:
-            writer.writerow(
-                [
-                    g.learner,
-                    g.notebook,
-                    g.exercise,
-                    g.points,
-                    g.max_points,
-                    "true" if g.passed else "false",
-                    g.message,
-                ]
-            )
+    rows = [
+        (
+            g.learner,
+            g.notebook,
+            g.exercise,
+            g.points,
+            g.max_points,
+            str(g.passed).lower(),
+            g.message,
+        )
+        for g in report.grades
+    ]
+    _write(path, CSV_COLUMNS, rows)
 
 
 def write_summary_csv(report: GradeReport, path: Path) -> None:
     """One row per learner (SUMMARY_COLUMNS)."""
+    _write(path, SUMMARY_COLUMNS, summary_rows(report))
+
+
+def _write(path: Path, columns: tuple[str, ...], rows: Iterable[Iterable[object]]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
-        writer.writerow(SUMMARY_COLUMNS)
-        writer.writerows(summary_rows(report))
+        writer.writerow(columns)
+        writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
+
+
+def spreadsheet_safe(cell: object) -> object:
+    """A CSV cell a terminal and a spreadsheet show as text: control characters escaped
+    (`printable`), and one that would start a formula with a leading '.
+
+    >>> spreadsheet_safe("=1+2"), spreadsheet_safe("@SUM(A1)"), spreadsheet_safe("ann"), spreadsheet_safe(2)
+    ("'=1+2", "'@SUM(A1)", 'ann', 2)
+    >>> spreadsheet_safe("-")  # a lone sign is no formula (the exercise column's "-")
+    '-'
+    """
+    if not isinstance(cell, str):
+        return cell
+    cell = printable(cell)
+    return "'" + cell if len(cell) > 1 and cell.startswith(FORMULA_START) else cell

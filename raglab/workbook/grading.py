@@ -4,14 +4,17 @@ Each notebook runs top to bottom in a fresh Python kernel (this environment's Py
 with a time limit per cell; a cell that fails or times out does not stop the run, as
 in a learner's own session. Then the grader runs the checks itself, inside that same
 kernel, on the functions the notebook defined — so a learner who deleted or edited a
-check cell is graded all the same. Which function belongs to which exercise comes from
-the solution cells' metadata, kept in the student version:
+check cell is graded all the same. Which function belongs to which exercise, and what it
+is worth, comes from the course handed out (`raglab.workbook.course`), whose solution cells
+carry it, never from the submission, whose metadata a learner can edit:
 
-    {"raglab": {"exercise": "chunk", "function": "chunk"}}
+    {"raglab": {"exercise": "chunk", "function": "chunk", "points": 2}}
 
 Grading runs the learners' code: run it on a machine (or in a container) where that
-is acceptable. It is feedback at scale, not proof against cheating: code in the notebook
-runs in the same kernel as the checks and could patch them.
+is acceptable. Every process a notebook starts is ended with it (`raglab.workbook.strays`),
+and one learner's notebook, however broken, costs that learner, never the class's run. It
+is feedback at scale, not proof against cheating: code in the notebook runs in the same
+kernel as the checks and could patch them.
 """
 
 from __future__ import annotations
@@ -29,23 +32,42 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from raglab.workbook import strays
 from raglab.workbook.checks.core import one_line
-from raglab.workbook.course import COURSE, course_exercises
-from raglab.workbook.exercises import NOTEBOOK_NAME
+from raglab.workbook.course import (
+    COURSE,
+    assignment,
+    best_copies,
+    course_notebook,
+    not_handed_in,
+    read_course,
+)
+from raglab.workbook.exercises import (
+    NOTEBOOK_NAME,
+    ExerciseError,
+    exercise_list,
+    listed_exercises,
+)
 from raglab.workbook.gradebook import (
     NO_EXERCISE,
     ExerciseGrade,
     GradeReport,
     format_summary,
     format_table,
+    printable,
+    total,
     write_csv,
     write_summary_csv,
 )
 
 DEFAULT_TIMEOUT = 60  # seconds per cell
-DEFAULT_POINTS = 1  # an exercise that declares no points
+DEFAULT_POINTS = 1  # each exercise, when there is no course to take points from
 MARKER = "RAGLAB-GRADES "  # starts the line that carries the grades out of the kernel
 CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's autosave copies: not submissions
+NO_COURSE = (
+    "no course to take exercises and points from (pass --course DIR: the student notebooks "
+    f"you handed out); each exercise a notebook declares counts {DEFAULT_POINTS} point"
+)
 
 
 # --- inside the learner's kernel -----------------------------------------------------------
@@ -96,32 +118,23 @@ def grade_in_kernel(exercises: list[dict[str, Any]], namespace: dict[str, Any]) 
 # --- running a notebook --------------------------------------------------------------------
 
 
-def declared_exercises(nb: dict, expected: Sequence[dict] = ()) -> list[dict[str, Any]]:
-    """The exercises of a notebook, from its solution cells and its own metadata, and
-    the `expected` ones (the course's, `raglab.workbook.course`).
+def declared_exercises(nb: dict) -> list[dict[str, Any]]:
+    """The exercises a notebook declares, from its solution cells and its own metadata, each
+    once and worth DEFAULT_POINTS: what is graded when there is no course to take them from.
 
-    The student version also lists them for the whole notebook, so an exercise whose
-    cell the learner deleted is still graded (as failed), not silently skipped.
+    The student version also lists them for the whole notebook, so an exercise whose cell
+    the learner deleted is still graded (as failed), not silently skipped. Raises
+    ExerciseError when the metadata is malformed.
     """
-    from raglab.workbook.exercises import exercise_list
-
-    listed = nb.get("metadata", {}).get("raglab", {}).get("exercises", [])
-    found = [*exercise_list(nb), *listed, *expected]
     unique: dict[str, dict[str, Any]] = {}
-    for item in found:
-        unique.setdefault(
-            item["exercise"],
-            {
-                "exercise": item["exercise"],
-                "function": item["function"],
-                "points": int(item.get("points", DEFAULT_POINTS)),
-            },
-        )
+    for item in [*exercise_list(nb), *listed_exercises(nb)]:
+        unique.setdefault(item["exercise"], {**item, "points": DEFAULT_POINTS})
     return list(unique.values())
 
 
-def kernel_manager():
-    """A kernel running this very Python, whatever kernels Jupyter has registered."""
+def kernel_manager(env: dict[str, str] | None = None):
+    """A kernel running this very Python, whatever kernels Jupyter has registered, with `env`
+    added to its environment."""
     import ipykernel.kernelspec
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
@@ -130,6 +143,7 @@ def kernel_manager():
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
             return KernelSpec(
                 resource_dir=ipykernel.kernelspec.RESOURCES,
+                env=env or {},
                 **ipykernel.kernelspec.get_kernel_dict(),
             )
 
@@ -160,32 +174,49 @@ def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
 
     A cell running longer than `timeout` seconds is interrupted. With `allow_errors`, an
     error is kept as the cell's output and the run goes on; without, it stops the run.
+    Every process the notebook started is ended with it (`raglab.workbook.strays`).
     """
     from nbclient import NotebookClient
 
+    label = strays.new_label()
     client = NotebookClient(
         nb,
-        km=kernel_manager(),
+        km=kernel_manager(label),
         timeout=timeout,
         allow_errors=allow_errors,
         interrupt_on_timeout=True,
         record_timing=False,
         resources={"metadata": {"path": str(cwd)}},
     )
-    client.execute(stderr=subprocess.DEVNULL)  # the kernel process's own log, not cell output
+    try:
+        client.execute(stderr=subprocess.DEVNULL)  # the kernel process's own log, not cell output
+    finally:
+        strays.ending_labelled(label)
     return nb
 
 
 def read_grades(executed: Any) -> dict[str, tuple[bool, str]] | None:
-    """exercise -> (passed, message), as printed by the grading cell; None when it printed none."""
-    for output in executed.cells[-1].get("outputs", []):
-        for line in output.get("text", "").split("\n"):
-            if line.startswith(MARKER):
-                return {
-                    g["exercise"]: (g["passed"], g["message"])
-                    for g in json.loads(line[len(MARKER) :])
-                }
-    return None
+    """exercise -> (passed, message), as printed by the grading cell; None when it printed none
+    (or a line of another shape: the learner's code runs in that kernel too)."""
+    lines = [
+        line[len(MARKER) :]
+        for output in executed.cells[-1].get("outputs", [])
+        for line in str(output.get("text", "")).split("\n")
+        if line.startswith(MARKER)
+    ]
+    try:
+        grades = json.loads(lines[-1]) if lines else None
+        if not isinstance(grades, list):
+            return None
+        return {g["exercise"]: _verdict(g["passed"], g["message"]) for g in grades}
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _verdict(passed: Any, message: Any) -> tuple[bool, str]:
+    if type(passed) is not bool or not isinstance(message, str):
+        raise TypeError("not a verdict")
+    return passed, message
 
 
 def grade_notebook(
@@ -193,28 +224,54 @@ def grade_notebook(
 ) -> list[ExerciseGrade]:
     """Grade one notebook: a row per exercise, or one row saying why there is nothing to grade.
 
-    The exercises are the notebook's own and those `course`'s notebook of the same number
-    holds (`raglab.workbook.course`): one the submission lost is failed, at its full points.
+    With a course (`raglab.workbook.course`) the exercises, their functions and their points
+    are those of the course notebook of the same number, whatever the submission's metadata
+    says: one it lost fails at its full points, and a notebook the course does not hold is
+    not graded. Without one, the notebook's own exercises count DEFAULT_POINTS each.
+    Whatever the submission holds costs its own rows, never the class's run.
     """
-    import nbformat
-
     path = Path(path)
     learner = learner or learner_of(path)
+    handed_out = course_notebook(path.name, course)
+    expected = list(handed_out.exercises) if handed_out else None
 
     def row(exercise: str, passed: bool, message: str, points: int = 0, graded: bool = True):
         return ExerciseGrade(
             learner, path.name, exercise, passed, points if passed else 0, points, message, graded
         )
 
-    expected = course_exercises(path.name, course)
+    def failed(reason: str) -> list[ExerciseGrade]:
+        """Each exercise it should hold fails at its full points (or one row, without a course)."""
+        if expected:
+            return [row(e["exercise"], False, reason, e["points"]) for e in expected]
+        return [row(NO_EXERCISE, False, reason)]
+
+    if expected is None and read_course(course):
+        return [
+            row(NO_EXERCISE, False, "not a notebook of the course (nothing to grade)", graded=False)
+        ]
+    try:
+        with strays.adopting():
+            return _grade(path, expected, row, failed, timeout)
+    except Exception as error:  # a submission nothing above foresaw: it fails, the class goes on
+        return failed(
+            f"could not grade the notebook ({type(error).__name__}: {one_line(str(error))})"
+        )
+
+
+def _grade(
+    path: Path, expected: list[dict] | None, row: Callable, failed: Callable, timeout: int
+) -> list[ExerciseGrade]:
+    import nbformat
+
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a missing file, bad JSON, or not a notebook at all
-        unread = f"could not read the notebook: {one_line(str(error))}"
-        if expected:  # each exercise it should hold fails, at its full points
-            return [row(e["exercise"], False, unread, int(e["points"])) for e in expected]
-        return [row(NO_EXERCISE, False, unread)]
-    exercises = declared_exercises(nb, expected)
+        return failed(f"could not read the notebook: {one_line(str(error))}")
+    try:
+        exercises = declared_exercises(nb) if expected is None else expected
+    except ExerciseError as error:
+        return failed(f"malformed exercise metadata: {error}")
     if not exercises:
         return [
             row(
@@ -291,7 +348,10 @@ def grade(
     """Grade every learner's notebooks, `jobs` learners at a time (default: the core count).
 
     `course`: the folder of student notebooks handed out (see `grade_notebook`); None to
-    grade each notebook by what it declares alone.
+    grade each notebook by what it declares alone. Every learner is graded out of the same
+    total: the course's points for every course notebook anyone in the class handed in (a
+    notebook a learner did not hand in fails at its full points; one handed in twice counts
+    its best copy).
 
     Each notebook runs in its own kernel, so one learner's endless loop or crash costs that
     learner a failed row (a timeout, a dead kernel), never the others' grades.
@@ -300,29 +360,30 @@ def grade(
         raise ValueError(f"timeout must be > 0 seconds (got timeout={timeout})")
     if not isinstance(work, dict):
         work = submissions(work)
+    handed_out = read_course(course)  # a malformed course stops here, before any kernel
+    numbers = assignment((path for paths in work.values() for path in paths), handed_out)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
 
     def one_learner(learner: str) -> list[ExerciseGrade]:
-        return [
-            g
+        graded = {
+            path: grade_notebook(path, learner=learner, timeout=timeout, course=course)
             for path in work[learner]
-            for g in grade_notebook(path, learner=learner, timeout=timeout, course=course)
-        ]
+        }
+        missing = not_handed_in(learner, work[learner], numbers, handed_out)
+        return best_copies(graded, handed_out) + missing
 
     results: dict[str, list[ExerciseGrade]] = {}
     start = time.monotonic()
     # Threads are enough: the work happens in the kernels, one process per notebook.
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with strays.adopting(), ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(one_learner, learner): learner for learner in work}
         for done, future in enumerate(as_completed(futures), start=1):
             learner = futures[future]
             results[learner] = future.result()
             if progress is not None:
-                passed = [g for g in results[learner] if g.graded]
-                points = sum(g.points for g in passed)
-                most = sum(g.max_points for g in passed)
+                t = total(results[learner])
                 progress(
-                    f"[{done}/{len(work)}] {learner}: {points}/{most} points "
+                    f"[{done}/{len(work)}] {printable(learner)}: {t.points}/{t.max_points} points "
                     f"({time.monotonic() - start:.0f} s)"
                 )
     return GradeReport(tuple(g for learner in work for g in results[learner]))
@@ -382,8 +443,9 @@ def grade_command(argv: list[str]) -> int:
         type=Path,
         default=None,
         metavar="DIR",
-        help="the student notebooks handed out: an exercise a submission lost is failed at "
-        "its full points (default: this repository's exercises/)",
+        help="the student notebooks handed out: exercises and points come from them, never from "
+        "a submission, and one a submission lost fails at its full points (default: this "
+        "repository's exercises/)",
     )
     args = parser.parse_args(argv)
     if args.course is not None and not args.course.is_dir():
@@ -392,15 +454,25 @@ def grade_command(argv: list[str]) -> int:
         parser.error(f"--timeout must be > 0 seconds (got {args.timeout})")
     if args.jobs is not None and args.jobs <= 0:
         parser.error(f"--jobs must be > 0 (got {args.jobs})")
+    course: Path | None = args.course or COURSE
+    try:
+        course = course if read_course(course) else None
+    except ExerciseError as error:  # the instructor's course itself is malformed
+        print(f"raglab grade: error: {printable(str(error))}", file=sys.stderr)
+        return 1
+    if course is None and args.course is not None:
+        parser.error(f"--course {args.course} holds no student notebooks (NN_name.ipynb)")
+    if course is None:
+        print(f"raglab grade: warning: {NO_COURSE}", file=sys.stderr)
     try:
         work = submissions(args.paths)
     except FileNotFoundError as error:
-        print(f"raglab grade: error: {error}", file=sys.stderr)
+        print(f"raglab grade: error: {printable(str(error))}", file=sys.stderr)
         return 1
     if not work:
         print(
             "raglab grade: error: no notebooks (.ipynb) found in "
-            + ", ".join(map(str, args.paths)),
+            + ", ".join(printable(str(path)) for path in args.paths),
             file=sys.stderr,
         )
         return 1
@@ -409,7 +481,7 @@ def grade_command(argv: list[str]) -> int:
         timeout=args.timeout,
         jobs=args.jobs,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
-        course=args.course or COURSE,
+        course=course,
     )
     print(format_summary(report) if args.summary else format_table(report))
     for path, write in ((args.csv, write_csv), (args.summary_csv, write_summary_csv)):

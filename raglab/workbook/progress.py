@@ -2,7 +2,9 @@
 
 Read from the learner's own saved notebooks, without running anything: each check cell's
 saved output says ✅ (passed), ❌ or an error (not yet), or nothing (not run yet). Save
-the notebook (Ctrl+S) after running a check so that its verdict is on disk.
+the notebook (Ctrl+S) after running a check so that its verdict is on disk. A notebook that
+cannot be read, or whose exercise metadata is malformed, gets one line saying why; the
+others are still shown.
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raglab.workbook.checks.core import FAIL, PASS
-from raglab.workbook.exercises import EXERCISES, ExerciseError, _notebooks_in, _read, exercise_list
+from raglab.workbook.exercises import (
+    EXERCISES,
+    ExerciseError,
+    _notebooks_in,
+    _read,
+    exercise_list,
+    raglab_metadata,
+)
+from raglab.workbook.gradebook import printable
 
 PASSED, NOT_YET, NOT_RUN = "passed", "not yet", "not run"
 
@@ -40,12 +50,16 @@ def check_status(cell: dict) -> str:
 
 
 def notebook_progress(nb: dict, name: str) -> list[ExerciseProgress]:
-    """One entry per exercise the notebook declares, from its check cell's saved output."""
-    checks = {
-        cell["metadata"]["raglab"]["check"]: cell
-        for cell in nb["cells"]
-        if "check" in cell.get("metadata", {}).get("raglab", {})
-    }
+    """One entry per exercise the notebook declares, from its check cell's saved output.
+
+    Raises ExerciseError when the notebook's exercise metadata is malformed.
+    """
+    exercises = exercise_list(nb)  # checks the cells too
+    checks: dict[str, dict] = {}
+    for i, cell in enumerate(nb["cells"]):
+        check = raglab_metadata(cell, where=f"cell {i}").get("check")
+        if isinstance(check, str):
+            checks.setdefault(check, cell)
     return [
         ExerciseProgress(
             name,
@@ -53,24 +67,31 @@ def notebook_progress(nb: dict, name: str) -> list[ExerciseProgress]:
             item["points"],
             check_status(checks[item["exercise"]]) if item["exercise"] in checks else NOT_RUN,
         )
-        for item in exercise_list(nb)
+        for item in exercises
     ]
 
 
-def folder_progress(folder: Path) -> list[ExerciseProgress]:
+def folder_progress(folder: Path) -> tuple[list[ExerciseProgress], list[str]]:
+    """Every notebook's progress, and one line per notebook that could not be read (why)."""
     if not folder.is_dir():
         raise ExerciseError(f"no such folder: {folder}")
-    return [
-        entry
-        for path in _notebooks_in(folder)
-        for entry in notebook_progress(_read(path), path.name)
-    ]
+    entries: list[ExerciseProgress] = []
+    problems: list[str] = []
+    for path in _notebooks_in(folder):
+        try:
+            entries += notebook_progress(_read(path), path.name)
+        except ExerciseError as error:  # _read's message names the file already
+            problems.append(str(error) if str(error).startswith(str(path)) else f"{path}: {error}")
+    return entries, problems
 
 
 def format_progress(entries: list[ExerciseProgress]) -> str:
     marks = {PASSED: PASS, NOT_YET: FAIL, NOT_RUN: "·"}
-    width = max((len(e.notebook) for e in entries), default=0)
-    lines = [f"{e.notebook:<{width}}  {marks[e.status]} {e.exercise} ({e.status})" for e in entries]
+    width = max((len(printable(e.notebook)) for e in entries), default=0)
+    lines = [
+        f"{printable(e.notebook):<{width}}  {marks[e.status]} {printable(e.exercise)} ({e.status})"
+        for e in entries
+    ]
     done = [e for e in entries if e.status == PASSED]
     lines.append(
         f"{len(done)} of {len(entries)} exercises passed, "
@@ -94,9 +115,11 @@ def progress_command(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        entries = folder_progress(args.folder)
+        entries, problems = folder_progress(args.folder)
     except ExerciseError as error:
-        print(f"raglab progress: error: {error}", file=sys.stderr)
+        print(f"raglab progress: error: {printable(str(error))}", file=sys.stderr)
         return 1
     print(format_progress(entries))
-    return 0
+    for problem in problems:
+        print(f"raglab progress: error: {printable(problem)}", file=sys.stderr)
+    return 1 if problems else 0

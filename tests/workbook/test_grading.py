@@ -271,9 +271,10 @@ def test_declared_exercises_come_from_cells_and_the_notebook():
 
 
 def test_an_unreadable_notebook_fails_and_one_without_exercises_does_not(tmp_path):
+    """Without a course (with one, neither is a notebook of the course: not graded)."""
     (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "empty.ipynb")
-    report = grade([tmp_path / "bad.ipynb", tmp_path / "empty.ipynb"])
+    report = grade([tmp_path / "bad.ipynb", tmp_path / "empty.ipynb"], course=None)
     bad, empty = report.grades
     assert (bad.learner, bad.exercise, bad.passed, bad.graded) == ("bad", "-", False, True)
     assert bad.message.startswith("could not read the notebook")

@@ -24,15 +24,23 @@ of this package (`raglab.workbook.checks.chunking`, ...).
 
 from __future__ import annotations
 
+import functools
+import itertools
+import numbers
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import CodeType, FrameType, FunctionType
 from typing import Any
 
+import numpy as np
+
 from raglab.workbook.step_budget import Endless, step_budget
+from raglab.workbook.testrunner import _is_library  # what counts as the learner's own code
 
 PASS, FAIL = "✅", "❌"
 NOT_IMPLEMENTED = "not implemented yet — write your solution in the cell above"
@@ -87,26 +95,57 @@ class Outcome:
 
 
 def call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Outcome:
-    """Call the learner's `fn` with the references hidden and a budget of executed lines."""
+    """Call the learner's `fn` with the references hidden and a budget of executed lines.
+
+    Hidden means unreachable however `fn` holds them (see "the learner's code is what is
+    checked" below), and a returned value that would run code later is refused.
+    """
     name = _reference_name(fn)
     if name is not None:  # `chunk = reference.chunk`: the reference itself
         return Outcome(error=ReferenceHidden(_HIDDEN.format(name=name)))
+    reached: list[str] = []
     try:
-        with references_hidden(fn), step_budget(STEP_BUDGET):
-            return Outcome(value=fn(*args, **kwargs))
+        with (
+            references_hidden(fn, everything=True) as hidden,
+            step_budget(STEP_BUDGET),
+            _watching(hidden, reached),
+        ):
+            value = fn(*args, **kwargs)
+        outcome = _settled(value)
     except Endless:
         return Outcome(endless=True)
     except Exception as error:  # the learner's code may raise anything; report it, never crash
-        return Outcome(error=error)
+        outcome = Outcome(error=error)
+    if reached:  # its code ran, whatever the function did next
+        return Outcome(error=ReferenceHidden(_HIDDEN.format(name=reached[0])))
+    return outcome
 
 
 # --- the learner's code is what is checked -----------------------------------------------
+#
+# While a check runs the learner's function, no reference implementation it may not use can
+# run for it, however the learner holds it: by a name in any module, a closure, a default
+# argument, functools.partial, a class attribute, a bound method, in another thread, or in a
+# value computed later. Three mechanisms, one for each way in:
+#
+# - the guard: each hidden function's code is swapped for a guard that refuses the call when
+#   the learner's code made it (`references_hidden`), so every way of holding the function
+#   object meets it;
+# - the watch: a copy made from a reference's code (or its module reloaded) is a function
+#   object the guard never saw; while `call` runs, a trace notes whenever hidden code runs;
+# - the settling: a returned value that would run the learner's code after their function
+#   returned (a generator, an object with an __eq__ of its own) is refused (`_deferred`).
+#
+# What stays out of reach: code in the same kernel can patch the checks themselves, and a
+# copy made from a reference's code (not the function) runs unseen in a thread that was
+# already running before the check. Grading is feedback at scale, not proof against a
+# determined cheat.
 
 _HIDDEN = "the reference `{name}` is not available while checking: write your own"
 
 
 class ReferenceHidden(RuntimeError):
-    """Raised by the stand-in that replaces a reference while a learner's function runs."""
+    """Raised when the learner's function reaches a reference implementation during a check."""
 
 
 @dataclass(frozen=True)
@@ -143,73 +182,288 @@ def _reference_name(value: Any, fn: Callable[..., Any] | None = None) -> str | N
     return _references(fn).get(id(value))
 
 
-def _stand_in(name: str) -> Callable[..., Any]:
-    def unavailable(*args: Any, **kwargs: Any) -> Any:
-        raise ReferenceHidden(_HIDDEN.format(name=name))
+def _hidden_functions(fn: Callable[..., Any]) -> list[FunctionType]:
+    """The functions whose code is a reference hidden while `fn` runs: each function, and
+    each method a class reference defines in its own source; in both versions when its
+    module was reloaded since (the registry holds the first, the module the second)."""
+    hidden = _references(fn)
+    return [
+        f
+        for ref in _hidden.references
+        if id(ref) in hidden
+        for version in _versions(ref)
+        for f in _functions_of(version)
+    ]
 
-    return unavailable
+
+def _versions(reference: Any) -> list[Any]:
+    """The reference, and what its module binds to its name now if that is another object."""
+    module = sys.modules.get(getattr(reference, "__module__", ""))
+    now = getattr(module, getattr(reference, "__name__", ""), reference)
+    return [reference] if now is reference else [reference, now]
 
 
-# Where references were found last time: (fn, number of modules loaded) -> places. Finding
-# them scans every loaded module; a check calls the same function hundreds of times.
-_places_cache: dict[tuple[int, int], list[tuple[dict, str, str]]] = {}
+@functools.cache  # a reference's methods do not change; it is looked at on every call
+def _functions_of(reference: Any) -> list[FunctionType]:
+    if isinstance(reference, FunctionType):
+        return [reference] if _guardable(reference) else []
+    members = vars(reference).values() if isinstance(reference, type) else ()
+    unwrapped = [getattr(m, "__func__", getattr(m, "fget", m)) for m in members]
+    return [f for f in unwrapped if isinstance(f, FunctionType) and _guardable(f)]
 
 
-def _places(fn: Callable[..., Any]) -> list[tuple[dict, str, str]]:
-    """(namespace, key, reference name) for every name bound to a reference that `fn` can reach.
+def _guardable(function: FunctionType) -> bool:
+    # A guard has no closure, and a code's free variables must match its function's; code
+    # generated at run time ("<string>": a dataclass's __init__) is no lesson of the course.
+    code = _own_code(function)
+    return not code.co_freevars and not code.co_filename.startswith("<")
 
-    Namespaces: every loaded module (so `import raglab.ingest.chunking as other` inside the
-    function finds the stand-in too) and the function's own globals (the notebook's).
-    """
-    key = (id(fn), len(sys.modules))
-    if key not in _places_cache:
-        references = _references(fn)
-        namespaces = [vars(m) for m in list(sys.modules.values()) if hasattr(m, "__dict__")]
-        namespaces.append(getattr(fn, "__globals__", {}))
-        _places_cache.clear()
-        _places_cache[key] = [
-            (ns, name, references[id(value)])
-            for ns in namespaces
-            for name, value in list(ns.items())
-            if id(value) in references
-        ]
-    return _places_cache[key]
+
+def _own_code(function: FunctionType) -> CodeType:
+    """`function`'s own code, even while a guard stands in for it."""
+    return _guards[id(function)][1] if id(function) in _guards else function.__code__
+
+
+# --- the guard ---
+
+# The code a hidden function runs instead of its own. It runs with the reference module's
+# globals, which know nothing of the checks: it finds them by import.
+_GUARD = """def guard(*args, **kwargs):
+    from raglab.workbook.checks.core import _through_guard
+
+    return _through_guard({key}, args, kwargs)
+"""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Block:
+    """One `references_hidden` block: the functions it hides (by id), the frame that opened
+    it, its thread, and whether all that runs in it runs for the learner (`call`)."""
+
+    hidden: frozenset[int]
+    frame: FrameType
+    thread: int
+    everything: bool
+
+
+_lock = threading.Lock()
+_blocks: list[_Block] = []
+_guards: dict[int, tuple[FunctionType, CodeType, CodeType]] = {}  # id -> function, own code, guard
 
 
 @contextmanager
-def references_hidden(fn: Callable[..., Any]) -> Iterator[None]:
-    """While the block runs, every reference `fn` could reach is a stand-in that raises.
+def references_hidden(
+    fn: Callable[..., Any], *, everything: bool = False
+) -> Iterator[list[FunctionType]]:
+    """While the block runs, every reference `fn` may not use refuses to run for it.
 
-    A wrapper (`return reference.chunk(...)`), an alias in the notebook, or a re-import
-    under another name all meet the stand-in. The check computes its expected values
-    outside this block, with the real references.
+    Each such function (and each method of such a class) runs a guard instead of its code.
+    The guard raises ReferenceHidden when the call comes from the learner's code: a frame of
+    code outside the installed packages and raglab between the guard and this block (or
+    any call at all, with `everything`: `call` runs nothing but the learner's function, so
+    even `partial(reference)` handed in as the function is refused), or from another thread
+    (which may be working for the learner). Otherwise the check itself is computing an
+    expected value, and the real code runs. Blocks nest; each function is itself again when
+    the last block hiding it ends. The block is given the list of hidden functions.
     """
-    places = _places(fn)
-    closure = [
-        cell
-        for cell in (getattr(fn, "__closure__", None) or ())
-        if _reference_name(_cell_value(cell), fn) is not None
-    ]
-    saved = [(ns, key, ns[key]) for ns, key, _ in places]
-    saved_cells = [(cell, cell.cell_contents) for cell in closure]
+    functions = _hidden_functions(fn)
+    # subtle: frame 0 is this generator, 1 contextlib's __enter__, 2 the `with` statement's
+    block = _Block(
+        frozenset(map(id, functions)), sys._getframe(2), threading.get_ident(), everything
+    )
+    with _lock:
+        _blocks.append(block)
+        for function in functions:
+            if function.__code__ is not _guard_of(function):
+                function.__code__ = _guard_of(function)
     try:
-        for ns, key, name in places:
-            ns[key] = _stand_in(name)
-        for cell, value in saved_cells:
-            cell.cell_contents = _stand_in(_reference_name(value) or "?")
+        yield functions
+    finally:
+        with _lock:
+            _blocks.remove(block)
+            still_hidden = set().union(*(b.hidden for b in _blocks))
+            for function in functions:
+                if id(function) not in still_hidden:
+                    function.__code__ = _guards[id(function)][1]
+
+
+def _guard_of(function: FunctionType) -> CodeType:
+    """The guard's code for `function` (made once; its own code is kept beside it)."""
+    if id(function) not in _guards:
+        namespace: dict[str, Any] = {}
+        where = f"<guard of {function.__qualname__}>"
+        exec(compile(_GUARD.format(key=id(function)), where, "exec"), namespace)
+        code = namespace["guard"].__code__.replace(
+            co_name=function.__name__, co_qualname=function.__qualname__
+        )
+        _guards[id(function)] = (function, function.__code__, code)
+    return _guards[id(function)][2]
+
+
+def _through_guard(key: int, args: tuple, kwargs: dict) -> Any:
+    """What a guarded function does when called: refuse, or run its own code."""
+    function, code, _ = _guards[key]
+    if _refused(key, sys._getframe(2)):  # 0: here, 1: the guard, 2: whoever called it
+        raise ReferenceHidden(_HIDDEN.format(name=function.__name__))
+    own = FunctionType(
+        code, function.__globals__, function.__name__, function.__defaults__, function.__closure__
+    )
+    own.__kwdefaults__ = function.__kwdefaults__
+    return own(*args, **kwargs)
+
+
+def _refused(key: int, caller: FrameType | None) -> bool:
+    hiding = [b for b in list(_blocks) if key in b.hidden]
+    here = [b for b in hiding if b.thread == threading.get_ident()]
+    if hiding and not here:  # another thread's check hides it: this call may be the learner's
+        return True
+    return any(b.everything or _learner_between(caller, b.frame) for b in here)
+
+
+def _learner_between(frame: FrameType | None, base: FrameType) -> bool:
+    """True when the learner's code lies on the stack between `frame` and `base`."""
+    while frame is not None and frame is not base:
+        if not _is_library(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return frame is None  # `base` is not below: not the block's own work
+
+
+# --- the watch ---
+
+
+@contextmanager
+def _watching(hidden: list[FunctionType], reached: list[str]) -> Iterator[None]:
+    """While the block runs, note in `reached` the name of each `hidden` function whose own
+    code runs all the same (a copy made from its code, its module reloaded): in this thread,
+    and in threads started meanwhile. Noted, not raised: a tracer that raises is switched off,
+    and a learner's `except` would catch it."""
+    codes: dict[int, str] = {}
+    places: dict[tuple[str, int], str] = {}
+    for function in hidden:
+        own = _own_code(function)
+        codes[id(own)] = places[(own.co_filename, own.co_firstlineno)] = function.__name__
+
+    def note(frame: FrameType) -> None:
+        code = frame.f_code
+        name = codes.get(id(code)) or places.get((code.co_filename, code.co_firstlineno))
+        if name is not None:
+            reached.append(name)
+
+    def watch_threads(frame: FrameType, event: str, arg: Any) -> None:
+        note(frame)  # a call event: the only kind a global trace function is given
+
+    previous, previous_threads = sys.gettrace(), threading.gettrace()
+
+    def watch(frame: FrameType, event: Any, arg: Any) -> Any:
+        note(frame)
+        return previous(frame, event, arg) if previous else None
+
+    sys.settrace(watch)
+    threading.settrace(watch_threads)
+    try:
         yield
     finally:
-        for ns, key, value in saved:
-            ns[key] = value
-        for cell, value in saved_cells:
-            cell.cell_contents = value
+        sys.settrace(previous)
+        threading.settrace(previous_threads)
 
 
-def _cell_value(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell: a name not yet bound
+# --- the settling ---
+
+PLAIN = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+HARMLESS = {"__init__", "__new__", "__post_init__", "__init_subclass__", "__repr__", "__del__"}
+SETTLE_LIMIT = 100_000  # values looked at in one result; checks' results are far smaller
+IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a type whose attributes cannot be set
+
+
+def _settled(value: Any) -> Outcome:
+    """`value` as the outcome, or a TypeError saying why it is refused (`_deferred`)."""
+    why = _deferred(value)
+    if why is None:
+        return Outcome(value=value)
+    return Outcome(error=TypeError(f"returned {why}: return plain values (lists, numbers, text)"))
+
+
+def _deferred(value: Any) -> str | None:
+    """What in a returned value would run code after the learner's function returned (when no
+    reference is hidden any more), or decide a comparison by the learner's own rule; None when
+    the value is plain data: numbers, strings, containers, numpy arrays, raglab's records, and
+    the learner's own classes without behaviour of their own (a NamedTuple, a dataclass)."""
+    seen: set[int] = set()
+    todo = [value]
+    while todo and len(seen) < SETTLE_LIMIT:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if why := _not_plain(type(item)):
+            return why
+        todo.extend(_parts(item))
+    return None
+
+
+def _not_plain(kind: type) -> str | None:
+    if kind.__flags__ & IMMUTABLE_TYPE:  # str, list, numpy's: nothing can be added to them
+        return _not_plain_immutable(kind)
+    return _not_plain_now(kind)
+
+
+@functools.cache
+def _not_plain_immutable(kind: type) -> str | None:
+    return _not_plain_now(kind)
+
+
+def _not_plain_now(kind: type) -> str | None:
+    if any("__next__" in vars(k) for k in kind.__mro__):
+        return f"an iterator ({kind.__name__}), not the values themselves"
+    for k in kind.__mro__:
+        for name, member in vars(k).items():
+            code = _code_of(name, member)
+            if code is not None and not _is_library(code.co_filename):
+                return f"a {kind.__name__}, whose {name} is code of its own"
+    module = sys.modules.get(kind.__module__)
+    if (
+        kind.__module__.split(".")[0] in ("builtins", "numpy", "raglab")
+        or issubclass(kind, (*PLAIN, numbers.Number))
+        or not _is_library(getattr(module, "__file__", None) or "<unknown>")  # the learner's
+        or kind.__module__ == "__main__"
+    ):
         return None
+    return f"a {kind.__name__} (from {kind.__module__}), not plain values"
+
+
+def _code_of(name: str, member: Any) -> CodeType | None:
+    """The code a class member runs when a check compares, converts or reads the value: a
+    special method's (but construction's and repr's) or a property's; None for the rest."""
+    if isinstance(member, property):
+        member = member.fget
+    elif isinstance(member, functools.cached_property):
+        member = member.func
+    elif not name.startswith("__") or name in HARMLESS:
+        return None
+    return getattr(getattr(member, "__func__", member), "__code__", None)
+
+
+def _parts(item: Any) -> list[Any]:
+    """What `item` holds, read without running any method of its class (it has none of its own)."""
+    if isinstance(item, (str, bytes)):
+        return []
+    if isinstance(item, dict):
+        return _first([*dict.keys(item), *dict.values(item)])
+    if isinstance(item, (list, tuple, set, frozenset)) or type(item).__module__ == "builtins":
+        return _first(item) if hasattr(type(item), "__iter__") else []  # range, dict views too
+    if isinstance(item, np.ndarray):
+        return _first(item.flat) if item.dtype == object else []
+    try:
+        fields = dict(object.__getattribute__(item, "__dict__"))
+    except AttributeError:
+        fields = {}
+    slots = [s for k in type(item).__mro__ for s in getattr(k, "__slots__", ()) if s != "__dict__"]
+    return [*fields.values(), *(getattr(item, s) for s in slots if hasattr(item, s))]
+
+
+def _first(items: Iterable[Any]) -> list[Any]:
+    return list(itertools.islice(items, SETTLE_LIMIT))  # range(10**12) is a value too
 
 
 # --- showing values briefly -------------------------------------------------------------
