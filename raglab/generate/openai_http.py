@@ -8,25 +8,32 @@ what to trust:
   reply is an error. A redirect would send the key (and the prompt) to an address the
   user never chose, on any origin, so the user must set `base_url` to the final address.
 - **The key is checked and never shown.** A key with whitespace or control characters
-  could add a header line; it is refused, and no message, `repr` or error prints it.
+  could add a header line; it is refused, and no message, `repr` or error prints it, in
+  any encoding a server may echo it back in (`raglab.generate.redaction`). A key in the URL
+  (`user:pass@host`, `?key=...`) is refused: it would be printed in every message.
 - **One deadline per request** (`timeout`, seconds, measured on a monotonic clock): it
   bounds connecting, the headers and the body together. The body is read in small reads,
   each allowed only the time left; a watchdog closes the socket at the deadline, so a
   server that drips one byte a second cannot hold a request past it.
 - **A cap on the reply** (`max_bytes`): a server cannot fill the memory.
 - **Every failure is a `GenerationError`** with one clear line (HTTP status, timeout,
-  truncated body, not JSON, no answer text, an empty answer), which the CLI prints as is.
+  truncated body, not JSON, JSON nested too deep or with a number too long to read, no
+  answer text, an empty answer), which the CLI prints as is.
+- **The answer is text, not terminal commands**: control characters (an escape sequence
+  could take over the asker's terminal) and bidi controls are taken out of it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from raglab.generate.prompting import Prompt
+from raglab.generate.redaction import hide_secret
 from raglab.validation import check_int, check_number
 
 __all__ = ["GenerationError", "OpenAIChatGenerator"]
@@ -36,6 +43,20 @@ READ_SIZE = 8192
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 """4 MiB: a chat completion is a few kilobytes; anything near this is not one."""
+
+MIN_TIMEOUT = 0.001
+MAX_TIMEOUT = 3600
+"""Seconds a request may take, at least and at most: a millisecond cannot even open a
+connection, and a local model on a laptop CPU answers within minutes; beyond an hour the
+socket and timer limits of the platform are near (1e12 s overflows them)."""
+
+KEY_VARIABLE = "RAGLAB_API_KEY"
+"""Where the `raglab` command reads the api key from (an error message names it)."""
+
+# Characters taken out of an answer: C0 and C1 controls but tab and newline (an escape
+# sequence can rewrite the asker's terminal, a carriage return overwrite a printed line),
+# and the bidi embedding, override and isolate controls (they reorder what is shown).
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 class GenerationError(RuntimeError):
@@ -78,13 +99,10 @@ class OpenAIChatGenerator:
     max_bytes: int = field(default=DEFAULT_MAX_BYTES, kw_only=True)
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"base_url must start with http:// or https:// (got base_url={self.base_url!r})"
-            )
+        check_url(self.base_url)
         if not self.model:
             raise ValueError("model must not be empty (got model='')")
-        check_number("timeout", self.timeout, above=0)  # seconds
+        check_number("timeout", self.timeout, minimum=MIN_TIMEOUT, maximum=MAX_TIMEOUT)
         check_number("temperature", self.temperature, minimum=0, maximum=2)  # OpenAI's range
         check_int("max_bytes", self.max_bytes, minimum=1)
         check_api_key(self.api_key)
@@ -208,6 +226,14 @@ class OpenAIChatGenerator:
             raise GenerationError(
                 f"{self.url} answered HTTP {status} but not with JSON: {self._snippet(text)}"
             ) from None
+        except RecursionError:  # json.loads recurses once per level of nesting
+            raise GenerationError(
+                f"{self.url} answered HTTP {status} with JSON nested too deeply to read"
+            ) from None
+        except ValueError:  # an integer of thousands of digits, which int() refuses
+            raise GenerationError(
+                f"{self.url} answered HTTP {status} with a number too long to read"
+            ) from None
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -217,6 +243,7 @@ class OpenAIChatGenerator:
                 f"{self.url} answered HTTP {status} without a choices[0].message.content string: "
                 f"{self._snippet(text)}"
             )
+        content = _UNPRINTABLE.sub("", content.replace("\r\n", "\n"))
         if not content.strip():  # an empty answer is a failure, never an answer
             raise GenerationError(f"{self.url} answered HTTP {status} with an empty answer")
         return content.strip()
@@ -230,13 +257,75 @@ class OpenAIChatGenerator:
         return f"{self.url} sent a reply larger than max_bytes={self.max_bytes}"
 
     def _hide(self, text: str) -> str:
-        return text.replace(self.api_key, "***") if self.api_key else text
+        return hide_secret(text, self.api_key)
 
     def _snippet(self, text: str, limit: int = 200) -> str:
-        """The start of a server's reply for an error message, with the api key blanked
-        (a server may echo the request back)."""
-        text = " ".join(self._hide(text).split())
-        return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
+        """The start of a server's reply for an error message, with the api key blanked in
+        every form (a server may echo the request back, encoded).
+
+        subtle: the key is blanked before the reply is cut, in a window long enough to hold
+        any encoding of it that starts within the part shown, so a cut cannot leave half a key.
+        """
+        margin = 64 + 8 * len(self.api_key or "")
+        window = " ".join(text[: 4 * (limit + margin)].split())[: limit + margin]
+        shown = self._hide(window)
+        more = len(shown) > limit or len(window) < len(" ".join(text.split()))
+        return (shown[:limit] + ("…" if more else "")) if shown else "(empty body)"
+
+
+def check_url(base_url: str) -> None:
+    """Refuse a base url that is not http(s) or that holds a credential (shown without it).
+
+    A user name and password (`user:pass@host`) or a query string (`?key=...`) would be
+    printed in every error message, and raglab would drop the query anyway. The key goes
+    in `api_key` (the `raglab` command reads it from RAGLAB_API_KEY), sent as a header.
+
+    >>> check_url("http://user:hunter2@localhost:11434/v1")
+    Traceback (most recent call last):
+    ...
+    ValueError: base_url must not hold a user name or password (user:password@host): give the api key as api_key instead (the raglab command reads it from RAGLAB_API_KEY) (got base_url='http://…@localhost:11434/v1')
+    """
+    parts = _URL.fullmatch(base_url)
+    if "@" in parts["authority"]:
+        raise ValueError(
+            "base_url must not hold a user name or password (user:password@host): give the api "
+            f"key as api_key instead (the raglab command reads it from {KEY_VARIABLE}) "
+            f"(got base_url={_shown(base_url)!r})"
+        )
+    if parts["rest"]:
+        raise ValueError(
+            "base_url must not have a query string or fragment (such as ?key=...; raglab would "
+            f"drop it): give the api key as api_key instead (the raglab command reads it from "
+            f"{KEY_VARIABLE}) (got base_url={_shown(base_url)!r})"
+        )
+    if parts["scheme"].lower() not in ("http://", "https://"):
+        raise ValueError(
+            f"base_url must start with http:// or https:// (got base_url={base_url!r})"
+        )
+
+
+# A url's parts as written: scheme, authority (user:password@host:port), path, then "?..." / "#...".
+_URL = re.compile(
+    r"(?P<scheme>[a-z][a-z0-9+.-]*://|)(?P<authority>[^/?#]*)(?P<path>[^?#]*)(?P<rest>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _shown(url: str) -> str:
+    """`url` as it may be printed: a user name and password, a query, a fragment become "…".
+
+    >>> _shown("https://me:secret@api.example/v1?key=sk-1#x")
+    'https://…@api.example/v1?…'
+    """
+    parts = _URL.fullmatch(url)
+    user, host = parts["authority"].rpartition("@")[::2]
+    return (
+        parts["scheme"]
+        + ("…@" if user or "@" in parts["authority"] else "")
+        + host
+        + parts["path"]
+        + ("?…" if parts["rest"] else "")
+    )
 
 
 def _shut(connection, sockets: list) -> None:
