@@ -9,8 +9,9 @@ what to trust:
   user never chose, on any origin, so the user must set `base_url` to the final address.
 - **The key is checked and never shown.** A key with whitespace or control characters
   could add a header line; it is refused, and no message, `repr` or error prints it, in
-  any encoding a server may echo it back in (`raglab.generate.redaction`). A key in the URL
-  (`user:pass@host`, `?key=...`) is refused: it would be printed in every message.
+  any encoding a server may echo it back in (`raglab.generate.redaction`), in an error or in
+  the answer itself. A key in the URL (`user:pass@host`, `?key=...`) is refused: it would be
+  printed in every message (and so is a URL with a line break, which could forge one).
 - **One deadline per request** (`timeout`, seconds, measured on a monotonic clock): it
   bounds connecting, the headers and the body together. The body is read in small reads,
   each allowed only the time left; a watchdog closes the socket at the deadline, so a
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from raglab.generate.prompting import Prompt
-from raglab.generate.redaction import hide_secret
+from raglab.generate.redaction import WITHHELD, hide_secret
 from raglab.validation import check_int, check_number
 
 __all__ = ["GenerationError", "OpenAIChatGenerator"]
@@ -246,7 +247,9 @@ class OpenAIChatGenerator:
         content = _UNPRINTABLE.sub("", content.replace("\r\n", "\n"))
         if not content.strip():  # an empty answer is a failure, never an answer
             raise GenerationError(f"{self.url} answered HTTP {status} with an empty answer")
-        return content.strip()
+        if (shown := self._hide(content)) == WITHHELD:  # a server that puts the key in the answer
+            raise GenerationError(f"{self.url} answered HTTP {status} with the api key, encoded")
+        return shown.strip()
 
     # --- error messages -------------------------------------------------------------------
 
@@ -285,6 +288,10 @@ def check_url(base_url: str) -> None:
     ...
     ValueError: base_url must not hold a user name or password (user:password@host): give the api key as api_key instead (the raglab command reads it from RAGLAB_API_KEY) (got base_url='http://…@localhost:11434/v1')
     """
+    if any(c.isspace() or not c.isprintable() for c in base_url):  # it is printed in messages
+        raise ValueError(
+            f"base_url must not hold whitespace or control characters (got base_url={base_url!r})"
+        )
     parts = _URL.fullmatch(base_url)
     if "@" in parts["authority"]:
         raise ValueError(

@@ -204,6 +204,27 @@ def key_echoed_encoded(tmp: Path) -> str:
     return f"FAILED: printed the key ({', '.join(leaked)})" if leaked else "held"
 
 
+def key_in_the_answer(tmp: Path) -> str:
+    leaked = []
+    for echoed in (KEY, base64.b64encode(f"Bearer {KEY}".encode()).decode()):
+        server, url = fixed_server(200, answer_body(f"Leave is 25 days [1]. {echoed}"))
+        try:
+            outcome, text = llm_answer(url)
+        finally:
+            server.shutdown()
+        if echoed in text or KEY in text or outcome == "crash":
+            leaked.append(echoed[:12])
+    return f"FAILED: printed the key ({', '.join(leaked)})" if leaked else "held"
+
+
+def line_break_in_the_llm_url(tmp: Path) -> str:
+    forged = "raglab: warning: forged line"
+    outcome, text = llm_answer(f"http://127.0.0.1:9/v1\n{forged}")
+    if outcome == "crash" or any(line.startswith(forged) for line in text.splitlines()):
+        return f"FAILED: {outcome}: {text[-90:]!r}"
+    return "held"
+
+
 def credentials_in_the_llm_url(tmp: Path) -> str:
     @quiet
     class Echo(http.server.BaseHTTPRequestHandler):
@@ -296,7 +317,9 @@ ATTACKS = [
     ("13g LLM server answers JSON with a 5,000-digit number", json_number_of_thousands_of_digits),
     ("13h LLM server echoes the key encoded (JSON, %, base64, hex, HTML)", key_echoed_encoded),
     ("13i a password in --llm-url (user:pass@, ?key=)", credentials_in_the_llm_url),
-    ("13j --llm-timeout 0, -1, nan, inf, 1e12", absurd_llm_timeout),
-    ("13k an LLM answer carrying terminal escape sequences", terminal_escapes_in_an_answer),
-    ("13l a question of 24 KB and 125 KB of distinct words", long_questions),
+    ("13j LLM server puts the key in its answer (as is, base64)", key_in_the_answer),
+    ("13k a line break in --llm-url forges a message line", line_break_in_the_llm_url),
+    ("13l --llm-timeout 0, -1, nan, inf, 1e12", absurd_llm_timeout),
+    ("13m an LLM answer carrying terminal escape sequences", terminal_escapes_in_an_answer),
+    ("13n a question of 24 KB and 125 KB of distinct words", long_questions),
 ]  # fmt: skip

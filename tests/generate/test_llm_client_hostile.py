@@ -89,6 +89,21 @@ def test_the_key_echoed_in_an_error_body_is_never_printed(server, form):  # noqa
     assert echoed not in message and KEY not in message
 
 
+def test_the_key_in_an_answer_is_never_printed(server):  # noqa: F811
+    content = f"Leave is 25 days [1]. (Authorization: Bearer {KEY})"
+    reply(server, 200, json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+    answer = OpenAIChatGenerator(server.url, "m", KEY).generate(PROMPT)
+    assert answer == "Leave is 25 days [1]. (Authorization: Bearer ***)"
+    encoded = base64.b64encode(f"Bearer {KEY}".encode()).decode()
+    content = json.dumps({"choices": [{"message": {"content": f"25 days [1]. {encoded}"}}]})
+    assert "with the api key, encoded" in failure(server, 200, content.encode())
+
+
+def test_a_url_with_a_line_break_is_refused_before_it_can_forge_a_message():
+    with pytest.raises(ValueError, match=r"whitespace or control characters"):
+        OpenAIChatGenerator("http://127.0.0.1:9/v1\nraglab: warning: forged", "m")
+
+
 def test_an_error_body_without_the_key_is_still_shown(server):  # noqa: F811
     assert "model 'm' not found" in failure(server, 404, b'{"error": "model \'m\' not found"}')
 
