@@ -45,7 +45,7 @@ __all__ = ["RULES", "SECRET_RULES", "broken_rules", "looks_like_instruction"]
 # Words that name a machine reader. The generic ones ("assistant", "model", "agent", "bot")
 # name people and products too, so they count only where a rule greets or addresses them.
 _MACHINE_ONLY = (
-    r"(?:ai|a\.i\.|chat\s?bots?|llms?|(?:large\s+)?language\s+models?|gpt[\w.-]*|chatgpt"
+    r"(?:ai|chat\s?bots?|llms?|(?:large\s+)?language\s+models?|gpt[\w.-]*|chatgpt"
     r"|(?:ai|virtual|digital|chat|automated)\s+(?:assistants?|agents?|models?|systems?|readers?"
     r"|tools?|crawlers?)"
     r"|(?:answering|answer|chat|rag|retrieval)\s+(?:systems?|engines?|bots?|services?))"
@@ -224,6 +224,42 @@ SECRET_RULES: dict[str, re.Pattern[str]] = {
 }
 
 
+def _words(line: str) -> frozenset[str]:
+    return frozenset(line.split())
+
+
+_MACHINE_WORDS = _words(
+    "ai chat chatbot chatbots bot bots llm llms language gpt chatgpt copilot virtual digital"
+    " automated answering answer rag retrieval assistant assistants agent agents model models"
+)
+_SECRET_WORDS = _words(
+    "password passwords passcode passcodes passphrase passphrases pin pins credential credentials"
+    " login logins log sign signin api apikey apikeys access auth bearer session secret client"
+    " code codes otp otps key keys card cvv cvc"
+)
+NEEDS: dict[str, frozenset[str]] = {
+    "writes to a machine": _MACHINE_WORDS,
+    "tells a machine what it is": _words("you act pretend instructions"),
+    "speaks of machines reading it": _MACHINE_WORDS,
+    "tells a machine what to do": _MACHINE_WORDS,
+    "dictates the reply": _words(
+        "reply respond answer say state claim output print repeat assert insist declare announce"
+        " mention write get"
+    ),
+    "tells the asker": _words(
+        "tell inform assure remind advise notify warn let told informed advised reminded hear learn"
+    ),
+    **dict.fromkeys(SECRET_RULES, _SECRET_WORDS),
+}
+"""Words (lower case) a rule cannot match without, one of which must be in the text.
+
+subtle: the rules that start with an imperative or a request are slow (that start is tried
+at every position of the text), and most paragraphs hold none of their words; a set of the
+text's words, made once, spares them the rule. Each set must hold a word of every way the
+rule can match, or the rule would be skipped where it applies."""
+_LETTERS = re.compile(r"[a-z]+")
+
+
 def _unless_forbidden(text: str, found: re.Match[str]) -> bool:
     """True unless the request `found` is forbidden in its own clause: a negation before its
     verb ("never send your password"), or "no one" after it ("give it to no one")."""
@@ -248,10 +284,13 @@ def broken_rules(text: str) -> list[str]:
 
 
 def _broken(text: str) -> Iterator[str]:
+    words = set(_LETTERS.findall(text.lower()))
     for name, rule in RULES.items():
-        if rule.search(text):
+        if not NEEDS.get(name, words).isdisjoint(words) and rule.search(text):
             yield name
     for name, rule in SECRET_RULES.items():
+        if NEEDS[name].isdisjoint(words):
+            continue
         if any(_unless_forbidden(text, found) for found in rule.finditer(text)):
             yield name
 

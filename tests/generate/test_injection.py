@@ -328,3 +328,28 @@ def test_raglab_ask_does_not_quote_a_reworded_instruction(tmp_path):
     answer = raglab.ask("What is the VPN password?", index, Principal("u", "default"))
     assert "Tr0ub4dor" not in answer.text
     assert answer.text == ABSTENTION or answer.verified
+
+
+def test_the_quick_word_check_never_skips_a_rule_that_applies():
+    """NEEDS spares most paragraphs the slow rules; the answer must be the rules' own."""
+    from raglab.ingest import instructions
+
+    def every_rule(text: str) -> list[str]:
+        found = [name for name, rule in instructions.RULES.items() if rule.search(text)]
+        return found + [
+            name
+            for name, rule in instructions.SECRET_RULES.items()
+            if any(instructions._unless_forbidden(text, m) for m in rule.finditer(text))
+        ]
+
+    texts = (
+        PLANTED
+        + ORDINARY
+        + LIMITS
+        + [
+            unit.text
+            for path in sorted(sample_corpus().rglob("*.md"))
+            for unit in text_units(path.read_text(encoding="utf-8"))
+        ]
+    )
+    assert [instructions.broken_rules(t) for t in texts] == [every_rule(t) for t in texts]
