@@ -292,7 +292,7 @@ def check_url(base_url: str) -> None:
         raise ValueError(
             f"base_url must not hold whitespace or control characters (got base_url={base_url!r})"
         )
-    parts = _URL.fullmatch(base_url)
+    parts = _url_parts(base_url)
     if "@" in parts["authority"]:
         raise ValueError(
             "base_url must not hold a user name or password (user:password@host): give the api "
@@ -318,13 +318,18 @@ _URL = re.compile(
 )
 
 
+def _url_parts(url: str) -> dict[str, str]:
+    found = _URL.fullmatch(url)  # every text matches: each part may be empty
+    return found.groupdict() if found else {"scheme": "", "authority": "", "path": url, "rest": ""}
+
+
 def _shown(url: str) -> str:
     """`url` as it may be printed: a user name and password, a query, a fragment become "…".
 
     >>> _shown("https://me:secret@api.example/v1?key=sk-1#x")
     'https://…@api.example/v1?…'
     """
-    parts = _URL.fullmatch(url)
+    parts = _url_parts(url)
     user, host = parts["authority"].rpartition("@")[::2]
     return (
         parts["scheme"]
