@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from raglab.generate.prompting import Prompt
-from raglab.generate.redaction import WITHHELD, hide_secret
+from raglab.generate.redaction import WITHHELD, hide_secret, is_secret
 from raglab.validation import check_int, check_number
 
 __all__ = ["GenerationError", "OpenAIChatGenerator"]
@@ -247,9 +247,13 @@ class OpenAIChatGenerator:
         content = _UNPRINTABLE.sub("", content.replace("\r\n", "\n"))
         if not content.strip():  # an empty answer is a failure, never an answer
             raise GenerationError(f"{self.url} answered HTTP {status} with an empty answer")
-        if (shown := self._hide(content)) == WITHHELD:  # a server that puts the key in the answer
-            raise GenerationError(f"{self.url} answered HTTP {status} with the api key, encoded")
-        return shown.strip()
+        if is_secret(self.api_key):  # a server may put the key in the answer, too
+            content = self._hide(content)
+            if content == WITHHELD:
+                raise GenerationError(
+                    f"{self.url} answered HTTP {status} with the api key, encoded"
+                )
+        return content.strip()
 
     # --- error messages -------------------------------------------------------------------
 
@@ -270,9 +274,9 @@ class OpenAIChatGenerator:
         any encoding of it that starts within the part shown, so a cut cannot leave half a key.
         """
         margin = 64 + 8 * len(self.api_key or "")
-        window = " ".join(text[: 4 * (limit + margin)].split())[: limit + margin]
-        shown = self._hide(window)
-        more = len(shown) > limit or len(window) < len(" ".join(text.split()))
+        whole = " ".join(text.split())
+        shown = self._hide(whole[: limit + margin])
+        more = len(shown) > limit or len(whole) > limit + margin
         return (shown[:limit] + ("…" if more else "")) if shown else "(empty body)"
 
 
@@ -330,10 +334,10 @@ def _shown(url: str) -> str:
     'https://…@api.example/v1?…'
     """
     parts = _url_parts(url)
-    user, host = parts["authority"].rpartition("@")[::2]
+    host = parts["authority"].rpartition("@")[2]
     return (
         parts["scheme"]
-        + ("…@" if user or "@" in parts["authority"] else "")
+        + ("…@" if "@" in parts["authority"] else "")
         + host
         + parts["path"]
         + ("?…" if parts["rest"] else "")

@@ -27,10 +27,15 @@ import re
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote_plus
 
-__all__ = ["HIDDEN", "WITHHELD", "decoded_views", "hide_secret"]
+__all__ = ["HIDDEN", "MIN_SECRET", "WITHHELD", "decoded_views", "hide_secret", "is_secret"]
 
 HIDDEN = "***"
 WITHHELD = "(not shown: it holds the api key, encoded)"
+
+MIN_SECRET = 8
+"""Characters a secret needs to be looked for in any case or encoding. A shorter api key is a
+placeholder ("EMPTY", "ollama": what local servers accept), not a secret, and looked for
+that widely it would be found in ordinary words; it is blanked only exactly as written."""
 
 ROUNDS = 3
 """How deep encodings are undone (base64 of a URL-encoded key is two rounds)."""
@@ -117,8 +122,15 @@ def hide_secret(text: str, secret: str | None) -> str:
     """`text` with `secret` blanked as `***`; or WITHHELD if it still holds it encoded."""
     if not secret:
         return text
+    if len(secret) < MIN_SECRET:
+        return text.replace(secret, HIDDEN)
     text = re.sub(re.escape(secret), HIDDEN, text, flags=re.IGNORECASE)
     wanted = secret.casefold()
     if any(wanted in view.casefold() for view in decoded_views(text)):
         return WITHHELD
     return text
+
+
+def is_secret(key: str | None) -> bool:
+    """True for a key long enough to be a secret (see MIN_SECRET)."""
+    return key is not None and len(key) >= MIN_SECRET

@@ -99,6 +99,13 @@ def test_the_key_in_an_answer_is_never_printed(server):  # noqa: F811
     assert "with the api key, encoded" in failure(server, 200, content.encode())
 
 
+def test_an_answer_keeps_words_that_a_placeholder_key_spells(server):  # noqa: F811
+    content = "Run it empty or on Ollama [1]."
+    reply(server, 200, json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+    assert OpenAIChatGenerator(server.url, "m", "EMPTY").generate(PROMPT) == content
+    assert OpenAIChatGenerator(server.url, "m", "ollama").generate(PROMPT) == content
+
+
 def test_a_url_with_a_line_break_is_refused_before_it_can_forge_a_message():
     with pytest.raises(ValueError, match=r"whitespace or control characters"):
         OpenAIChatGenerator("http://127.0.0.1:9/v1\nraglab: warning: forged", "m")

@@ -34,3 +34,11 @@ def test_the_key_as_written_is_blanked_and_the_rest_kept():
 
 def test_a_text_still_holding_the_key_encoded_is_withheld_whole():
     assert hide_secret("echo: c2stYWJjMTIzeHl6Nzg5", "sk-abc123xyz789") == WITHHELD
+
+
+def test_a_placeholder_key_is_blanked_only_as_written():
+    """ "EMPTY" or "ollama" is what local servers take as a key: no secret, and looked for in
+    any case it would blank ordinary words."""
+    text = "Empty reply from the ollama server (key EMPTY)"
+    assert hide_secret(text, "EMPTY") == "Empty reply from the ollama server (key ***)"
+    assert hide_secret(text, "ollama") == "Empty reply from the *** server (key EMPTY)"
