@@ -12,6 +12,9 @@ Marker forms (decided here, once):
 - Not markers: ranges like `[1-3]`, words (`[citation needed]`, `[^1]`), empty `[]`.
   A range is left out on purpose: expanding `[1-999999]` would turn one typo into a
   million citations.
+- A marker is read as a reader sees it (`raglab.text.marker_spans`): `［２］`, `【2】`,
+  `[**2**]` or `&#91;2&#93;` look like `[2]` on screen, so they are `[2]` here too, and a
+  made-up one is flagged like any other.
 A number in brackets that is not meant as a citation (a year such as `[2024]`) is read
 as one and will be reported invalid: in an answer, brackets around a number cite.
 """
@@ -23,10 +26,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raglab.records import Citation, Hit
+from raglab.text import marker_spans
 
-# One pair of brackets holding one or more integers separated by commas or semicolons.
-_MARKER = re.compile(r"\[\s*(-?\d+(?:\s*[,;]\s*-?\d+)*)\s*\]")
+# The inside of a pair of brackets that cites: integers separated by commas or semicolons.
+_NUMBERS = re.compile(r"-?\d+(?:\s*[,;]\s*-?\d+)*")
 _NUMBER = re.compile(r"-?\d+")
+
+MARKER_DIGITS = 20
+"""Digits of a marker's number read exactly. A longer number points at no source either,
+so it is kept as a marker (and flagged), read as 10**MARKER_DIGITS: converting or printing
+a number of thousands of digits, which a hostile model can write, fails in Python."""
+
+
+def marker_number(digits: str) -> int:
+    """The number a marker cites, as `int`, capped at MARKER_DIGITS digits.
+
+    >>> marker_number("7"), marker_number("-1"), marker_number("9" * 5000) == 10**MARKER_DIGITS
+    (7, -1, True)
+    """
+    sign = -1 if digits.startswith("-") else 1
+    digits = digits.lstrip("-")
+    return sign * (int(digits) if len(digits) <= MARKER_DIGITS else 10**MARKER_DIGITS)
 
 
 def parse_citations(text: str) -> list[int]:
@@ -39,8 +59,15 @@ def parse_citations(text: str) -> list[int]:
     [1, 2, 1, 1, 3]
     >>> parse_citations("No markers [1-3] [note] [] here.")
     []
+    >>> parse_citations("Look-alikes cite too: ［２］, 【3】, [**4**].")
+    [2, 3, 4]
     """
-    return [int(n) for marker in _MARKER.finditer(text) for n in _NUMBER.findall(marker[1])]
+    return [
+        marker_number(n)
+        for marker in marker_spans(text)
+        if _NUMBERS.fullmatch(marker.inside)
+        for n in _NUMBER.findall(marker.inside)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

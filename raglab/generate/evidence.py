@@ -18,6 +18,7 @@ Read it in two steps: words and stems, then the scores.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -84,21 +85,24 @@ class Evidence:
 
 
 def word_support(
-    wanted: Sequence[str], idf: dict[str, float], stems: frozenset[str], context: frozenset[str]
+    idf: dict[str, float], stems: frozenset[str], context: frozenset[str], total_idf: float
 ) -> tuple[tuple[str, ...], tuple[str, ...], float]:
-    """(matched, matched in context, support) of one sentence for the question stems `wanted`.
+    """(matched, matched in context, support) of one sentence for the question stems in `idf`.
 
     support = (Σ idf of question stems in the sentence
                + CONTEXT_WEIGHT · Σ idf of question stems only in its heading or title)
-              / Σ idf of all question stems.
+              / Σ idf of all question stems (`total_idf`).
     A sentence sharing no word with the question has no support, whatever its heading.
+
+    subtle: the matches are looked up from the sentence's side, so one sentence costs time
+    in proportion to its own length, never to the question's (which may be long).
     """
-    matched = tuple(t for t in wanted if t in stems)
-    in_context = tuple(t for t in wanted if t in context)
+    matched = tuple(sorted(stems.intersection(idf)))
+    in_context = tuple(sorted(context.intersection(idf)))
     if not matched:
         return matched, in_context, 0.0
     weight = sum(idf[t] for t in matched) + CONTEXT_WEIGHT * sum(idf[t] for t in in_context)
-    return matched, in_context, weight / sum(idf[t] for t in wanted)
+    return matched, in_context, weight / total_idf
 
 
 def similarities(question: str, texts: Sequence[str], embedder: Embedder | None) -> np.ndarray:
@@ -162,15 +166,17 @@ def score_evidence(
     """
     if not sentences:
         return []
-    wanted = sorted(content_stems(question))
+    wanted = content_stems(question)
     stems = [content_stems(s.text) for s in sentences]
     contexts = [content_stems(s.context) - own for s, own in zip(sentences, stems)]
-    idf = {t: smooth_idf(sum(t in own for own in stems), len(stems)) for t in wanted}
+    df = Counter(t for own in stems for t in own & wanted)  # sentences holding each stem
+    idf = {t: smooth_idf(df[t], len(stems)) for t in sorted(wanted)}
+    total_idf = sum(idf.values())
     cosines = similarities(question, [embedded_text(s) for s in sentences], embedder)
     weight = 0.0 if embedder is None else SEMANTIC_WEIGHT
     scored = []
     for s, own, context, cosine in zip(sentences, stems, contexts, cosines):
-        matched, in_context, support = word_support(wanted, idf, own, context)
+        matched, in_context, support = word_support(idf, own, context, total_idf)
         similarity = float(cosine)
         score = weight * similarity + (1 - weight) * support + RANK_BONUS / s.n
         scored.append(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from raglab.generate.citations import parse_citations
 from raglab.generate.generation import is_abstention
 from raglab.records import Hit
-from raglab.text import content_stems
+from raglab.text import content_stems, without_markers
 from raglab.validation import check_number
 
 MIN_COVERAGE = 0.5
@@ -44,7 +44,6 @@ paraphrase keeps the key words (names, numbers, the topic) but may reword the re
 # markers just after the full stop ("... leave. [1]") belongs to the sentence before it.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _LEADING_MARKERS = re.compile(r"^(?:\[[^\]]*\]\s*)+")
-_MARKER = re.compile(r"\[\s*-?\d+(?:\s*[,;]\s*-?\d+)*\s*\]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
@@ -109,7 +108,7 @@ def unsupported_numbers(sentence: str, cited_text: str) -> set[str]:
     >>> sorted(unsupported_numbers("25 days, 10,000 requests [2].", "250 days, 10000 requests"))
     ['25']
     """
-    return numbers(_MARKER.sub(" ", sentence)) - numbers(cited_text)
+    return numbers(without_markers(sentence, " ")) - numbers(cited_text)
 
 
 def citation_problem(cited: Sequence[int], n_sources: int) -> str:
@@ -126,18 +125,38 @@ def citation_problem(cited: Sequence[int], n_sources: int) -> str:
     return ""
 
 
-def check_sentence(sentence: str, sources: Sequence[Hit], min_coverage: float) -> SentenceCheck:
-    """The verdict on one sentence against the sources it cites (source [n] = sources[n-1])."""
+@dataclass(frozen=True, slots=True)
+class SourceFacts:
+    """What one source states, as the checks compare it: its content stems and numbers.
+
+    Read once per source, not once per sentence that cites it, so checking an answer costs
+    time in proportion to its length. The source's own footnote marks (`[3]`, `［３］`, ...)
+    are taken out first: a footnote number is no fact the source states.
+    """
+
+    stems: frozenset[str]
+    numbers: frozenset[str]
+
+    @classmethod
+    def of(cls, hit: Hit) -> SourceFacts:
+        text = without_markers(hit.chunk.text, " ")
+        return cls(content_stems(text), frozenset(numbers(text)))
+
+
+def check_sentence(
+    sentence: str, facts: Sequence[SourceFacts], min_coverage: float
+) -> SentenceCheck:
+    """The verdict on one sentence against the sources it cites (source [n] is facts[n-1])."""
     cited = tuple(parse_citations(sentence))
-    claim = _MARKER.sub(" ", sentence)
-    if problem := citation_problem(cited, len(sources)):
+    claim = without_markers(sentence, " ")
+    if problem := citation_problem(cited, len(facts)):
         return SentenceCheck(sentence, cited, 0.0, False, problem)
-    evidence = " ".join(sources[n - 1].chunk.text for n in dict.fromkeys(cited))
+    evidence = [facts[n - 1] for n in dict.fromkeys(cited)]
     words = content_stems(claim)
-    found = words & content_stems(evidence)
+    found = {w for w in words if any(w in e.stems for e in evidence)}
     support = len(found) / len(words) if words else 0.0
     markers = "".join(f"[{n}]" for n in dict.fromkeys(cited))
-    missing = sorted(unsupported_numbers(sentence, evidence))
+    missing = sorted(n for n in numbers(claim) if not any(n in e.numbers for e in evidence))
     if missing:
         return SentenceCheck(
             sentence, cited, support, False, f"states {missing[0]}, which {markers} does not"
@@ -164,6 +183,7 @@ def check_faithfulness(
     min_coverage = check_number("min_coverage", min_coverage, minimum=0, maximum=1)
     if is_abstention(answer):
         return FaithfulnessReport(())
+    facts = [SourceFacts.of(hit) for hit in sources]
     return FaithfulnessReport(
-        tuple(check_sentence(s, sources, min_coverage) for s in answer_sentences(answer))
+        tuple(check_sentence(s, facts, min_coverage) for s in answer_sentences(answer))
     )

@@ -57,10 +57,13 @@ def verdicts_from_reply(reply: str, n: int) -> dict[int, tuple[bool, str]]:
     {1: (True, ''), 2: (False, 'says 30')}
     """
     verdicts: dict[int, tuple[bool, str]] = {}
-    for number, verdict, why in _VERDICT.findall(reply):
-        if 1 <= int(number) <= n and int(number) not in verdicts:
+    for digits, verdict, why in _VERDICT.findall(reply):
+        # subtle: a hostile reply can number a line with thousands of digits, which int()
+        # refuses; a number longer than n's own is beyond n anyway.
+        number = int(digits) if len(digits) <= len(str(n)) else 0
+        if 1 <= number <= n and number not in verdicts:
             supported = verdict.upper() == "SUPPORTED"
-            verdicts[int(number)] = (supported, "" if supported else why.strip())
+            verdicts[number] = (supported, "" if supported else why.strip())
     return verdicts
 
 

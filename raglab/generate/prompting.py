@@ -65,6 +65,37 @@ DEFAULT_MAX_CHARS = 6000
 """Budget of source text per prompt, in characters: about 1,500 tokens of English, which
 leaves room for instructions and answer in a small local model's 4k-token window."""
 
+MAX_QUESTION_CHARS = 2000
+"""The longest question raglab answers, in characters: about 300 words, sixteen times the
+longest sample question. Longer text is a document to index, not a question. The bound
+also keeps every question cheap: the answerer compares each of the question's words with
+the sources (with MiniLM, one embedding per word), and a model's window holds the question
+beside the sources."""
+
+
+def check_question(question: object) -> str:
+    """`question`, if raglab can answer it: a string, not blank, of at most MAX_QUESTION_CHARS.
+
+    The query path's entry checks it before any work; `build_prompt` checks it again.
+
+    >>> check_question("How many days of leave?")
+    'How many days of leave?'
+    >>> check_question("Why? " * 500)
+    Traceback (most recent call last):
+    ...
+    ValueError: question is 2,500 characters long; raglab answers questions of at most 2,000 (MAX_QUESTION_CHARS): ask about one thing at a time
+    """
+    if not isinstance(question, str):
+        raise TypeError(f"question must be a str (got {type(question).__name__})")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(
+            f"question is {len(question):,} characters long; raglab answers questions of at "
+            f"most {MAX_QUESTION_CHARS:,} (MAX_QUESTION_CHARS): ask about one thing at a time"
+        )
+    if not question.strip():
+        raise ValueError(f"question must not be empty (got question={question!r})")
+    return question
+
 
 def system_message(boundary: str) -> str:
     """The rules, naming the tags that open and close this prompt's source blocks."""
@@ -279,8 +310,7 @@ def build_prompt(
     <BLANKLINE>
     Question: How many days of leave?
     """
-    if not question.strip():
-        raise ValueError(f"question must not be empty (got question={question!r})")
+    check_question(question)
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)} (got order={order!r})")
     sources = fit_budget(hits, max_chars)

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from raglab.generate import citations
 from raglab.generate.citations import CitationReport, parse_citations, verify_citations
 from raglab.generate.prompting import ABSTENTION
 from raglab.records import Answer, Chunk, Citation, Hit
@@ -42,6 +43,39 @@ def test_parse_citations_forms(text, expected):
 )
 def test_parse_citations_ignores_what_is_not_a_marker(text):
     assert parse_citations(text) == []
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "\uff3b\uff12\uff3d",  # full-width brackets and digit
+        "\u30102\u3011",  # lenticular brackets
+        "\u30142\u3015",  # tortoise-shell brackets
+        "[**2**]",
+        "[`2`]",
+        "[<sup>2</sup>]",
+        "&#91;2&#93;",
+        "\\[2\\]",
+        "[2\u200b]",  # a zero-width space inside
+        "[\u00b2]",  # a superscript two
+    ],
+)
+def test_a_marker_is_read_as_a_reader_sees_it(marker):
+    """What looks like [2] on screen cites source 2, and a made-up one is flagged."""
+    assert parse_citations(f"Leave is 25 days {marker}.") == [2]
+    report = verify_citations(f"Leave is 25 days {marker}.", hits(1))
+    assert report.invalid == (2,) and not report.ok
+
+
+def test_an_enormous_marker_is_flagged_not_a_crash():
+    """A hostile model can write a number of thousands of digits: Python refuses to convert
+    one that long (ValueError), and printing it would flood the screen."""
+    answer = f"Leave is 25 days [1]. Also [{'9' * 5000}] and [-{'7' * 5000}]."
+    largest = 10 ** getattr(citations, "MARKER_DIGITS", 0)
+    assert parse_citations(answer) == [1, largest, -largest]
+    report = verify_citations(answer, hits(2))
+    assert [c.n for c in report.citations] == [1]
+    assert report.invalid == (largest, -largest)
 
 
 @given(st.lists(st.integers(min_value=-5, max_value=50), max_size=12))

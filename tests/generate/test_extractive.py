@@ -234,6 +234,52 @@ def test_markers_inside_source_text_are_not_copied():
     assert parse_citations(answer) == [1]
 
 
+# A source's own footnote mark, written so that cleaning once let it through: markup around
+# or inside the brackets, look-alike brackets and digits, invisible characters, entities.
+LOOK_ALIKE_MARKS = [
+    "*[9]*",
+    "**[9]**",
+    "`[9]`",
+    "[`9`]",
+    "[**9**]",
+    "[*9*]",
+    "[__9__]",
+    "[ `9` ]",
+    "~~[9]~~",
+    "[<b>9</b>]",
+    "\uff3b\uff19\uff3d",
+    "\uff3b9\uff3d",
+    "[\uff19]",
+    "\u30109\u3011",
+    "\u30149\u3015",
+    "\u27e69\u27e7",
+    "\ufe5d9\ufe5e",
+    "[\u00b9]",
+    "[\U0001d7d7]",
+    "[9\u200b]",
+    "[\u00ad9]",
+    "&#91;9&#93;",
+    "&lbrack;9&rbrack;",
+    "\\[9\\]",
+    "[^9]",
+    "[9, 2]",
+    "[2\u20139]",
+]
+
+
+@pytest.mark.parametrize("mark", LOOK_ALIKE_MARKS)
+def test_no_look_alike_of_a_marker_survives_into_an_answer(mark):
+    """The answer quotes the sentence without the mark: its only marker is its own [1], and
+    it is verified (a surviving [9] of one source would make it look fabricated)."""
+    text = f"Every employee receives 25 working days of annual leave {mark} per calendar year."
+    hits = [hit(text, "a.md")]
+    answer = ask("How many working days of annual leave per calendar year?", hits)
+    assert answer == (
+        "Every employee receives 25 working days of annual leave per calendar year [1]."
+    )
+    assert verify_citations(answer, hits).ok
+
+
 def test_a_chunk_cut_mid_sentence_is_quoted_as_a_fragment():
     hits = [
         hit(

@@ -80,3 +80,15 @@ def test_numbers_ignore_thousands_separators_and_marker_numbers_are_not_claims()
 def test_min_coverage_out_of_range_is_refused(value):
     with pytest.raises(ValueError, match=r"min_coverage must be a finite number from 0 to 1"):
         check_faithfulness("x [1].", sources(), min_coverage=value)
+
+
+def test_a_footnote_mark_in_the_source_is_no_fact_it_states():
+    """Source text is data: its own "[30]" is a footnote, so an answer claiming 30 days is
+    not supported by it, however the mark is written."""
+    for mark in ("[30]", "[**30**]", "\uff3b\uff13\uff10\uff3d"):
+        text = f"Full-time employees get 25 working days of annual leave {mark}."
+        source = [Hit(Chunk("d.md", 0, text, 0, len(text)), 1.0)]
+        report = check_faithfulness("Full-time employees get 30 days of annual leave [1].", source)
+        assert [(s.supported, s.reason) for s in report.sentences] == [
+            (False, "states 30, which [1] does not")
+        ]

@@ -84,3 +84,17 @@ def test_disagreements_refuses_reports_of_different_answers():
     other = check_faithfulness("Rail is second class [1].", [TRAVEL])
     with pytest.raises(ValueError, match="different answers"):
         disagreements(one, other)
+
+
+def test_a_verdict_numbered_with_thousands_of_digits_is_ignored_not_a_crash():
+    reply = f"{'9' * 5000}: SUPPORTED\n1: SUPPORTED\n2{'0' * 5000}: UNSUPPORTED"
+    judged = LLMJudge(Replies(reply)).judge("Staff get 25 days [1].", [LEAVE, TRAVEL])
+    assert [(s.supported, s.reason) for s in judged.sentences] == [(True, "")]
+
+
+def test_an_answer_citing_a_number_of_thousands_of_digits_is_judged_unsupported():
+    answer = f"Staff get 25 days [{'9' * 5000}]."
+    judged = LLMJudge(Replies("1: SUPPORTED")).judge(answer, [LEAVE, TRAVEL])
+    [sentence] = judged.sentences
+    assert not sentence.supported
+    assert sentence.reason == f"cites [{10**20}], which is no retrieved source"

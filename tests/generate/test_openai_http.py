@@ -179,7 +179,7 @@ def test_repr_hides_the_key():
         (
             ("http://x/v1", "m"),
             {"timeout": 0},
-            r"timeout must be a finite number > 0 \(got timeout=0\)",
+            r"timeout must be a finite number from 0.001 to 3600 \(got timeout=0\)",
         ),
     ],
 )
