@@ -1,6 +1,8 @@
 """Splitting numpy work over a few Python threads, one share of the rows each.
 
-Private helper of `raglab.retrieve._topk_fast` and `raglab.embed.minilm_network`. numpy releases the GIL
+Speed plumbing, private to the two modules written for speed: `raglab.retrieve._fast`
+(the engine's top-k) and `raglab.embed.minilm_network` (the MiniLM forward pass). Nothing
+a learner reads imports it (tests/test_threads.py checks). numpy releases the GIL
 inside its loops (einsum, vecdot, ufuncs such as exp), so two Python threads running
 numpy on separate rows really do run at the same time. BLAS already splits its own big
 products over threads; this is for the work it does not split: element-wise passes, row

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 
 import pytest
 
+import raglab
 import raglab._threads
 from raglab._threads import in_parallel, shares, thread_count
 
@@ -65,3 +68,15 @@ def test_thread_count_follows_the_blas_thread_variables(monkeypatch, env, expect
         assert thread_count() == expected
     finally:
         thread_count.cache_clear()
+
+
+def test_only_the_modules_written_for_speed_use_it():
+    # Speed plumbing stays off the learner's reading path.
+    package = Path(raglab.__file__).parent
+    imports = re.compile(r"^(from raglab\._threads import|import raglab\._threads)", re.M)
+    users = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if imports.search(path.read_text(encoding="utf-8"))
+    )
+    assert users == ["embed/minilm_network.py", "retrieve/_fast.py"]

@@ -175,7 +175,7 @@ def _attention(qkv: np.ndarray) -> np.ndarray:
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     # Dividing by the row sums after multiplying by v touches (n, 32) numbers, not (n, n).
-    context = scores @ v
+    context: np.ndarray = scores @ v
     context /= scores.sum(axis=-1, keepdims=True)
     return context.transpose(1, 0, 2).reshape(n, HIDDEN)
 
@@ -244,6 +244,7 @@ def _forward_on_one_thread(weights: Weights, rows: Sequence[Sequence[int]]) -> n
     spans = list(zip(starts.tolist(), ends.tolist()))
     for layer in weights.layers:
         _encoder_layer_(x, spans, layer)
-    pooled = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
+    pooled: np.ndarray = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    unit: np.ndarray = pooled / np.maximum(norms, 1e-12)
+    return unit.astype(np.float32)

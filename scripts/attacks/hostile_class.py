@@ -22,7 +22,7 @@ CHUNKING = "04_implement_chunking.ipynb"
 START = "00_start_here.ipynb"  # no exercises: graded without starting a kernel
 SOLVED = ROOT / "notebooks" / CHUNKING
 STUB = ROOT / "exercises" / CHUNKING
-COURSE_POINTS = {"chunk": 2, "split_sections": 3}  # what exercises/04 hands out
+COURSE_POINTS = {"chunk": 2, "split_sections": 3}  # what the course hands out for notebook 04
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: cells a spreadsheet may evaluate
 
 

@@ -1,4 +1,9 @@
-"""Tests for raglab.retrieve.vectors: normalise, cosine, top_k, UnitMatrix and the tie rule."""
+"""Tests for raglab.retrieve.vectors: normalise, cosine, top_k, UnitMatrix and the tie rule.
+
+Every top_k test runs on both implementations: the reference a learner reads
+(`vectors.top_k`) and the one the stores call (`raglab.retrieve._fast.top_k`);
+tests/retrieve/test_fast.py compares the two directly on random inputs.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import raglab._threads
-from raglab.retrieve._topk_fast import (
-    products_and_lengths,
-    rounding_tolerance,
-    row_lengths,
-    rows_near_the_top,
-)
+import raglab.retrieve._fast as fast
 from raglab.retrieve.vectors import (
     TopK,
     UnitMatrix,
@@ -26,6 +25,8 @@ from raglab.retrieve.vectors import (
     select_top_k,
     top_k,
 )
+
+both = pytest.mark.parametrize("search", [top_k, fast.top_k], ids=["reference", "fast"])
 
 # ---------------------------------------------------------------------------
 # normalise
@@ -106,110 +107,135 @@ def test_cosine_refuses_bad_vectors(a, b, message):
 # ---------------------------------------------------------------------------
 
 
-def test_top_k_hand_worked():
+@both
+def test_top_k_hand_worked(search):
     vectors = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
-    indices, scores = top_k([1.0, 0.0], vectors, 2)
+    indices, scores = search([1.0, 0.0], vectors, 2)
     assert indices.tolist() == [0, 2]
-    assert indices.dtype == np.int64
+    assert indices.dtype == np.int64 and scores.dtype == np.float32
     np.testing.assert_allclose(scores, [1.0, 1 / math.sqrt(2)], rtol=1e-6)
 
 
-def test_top_k_is_cosine_so_length_does_not_matter():
-    indices, scores = top_k([1.0, 0.0], [[0.5, 0.5], [100.0, 1.0], [0.1, 0.0]], 3)
+@both
+def test_top_k_is_cosine_so_length_does_not_matter(search):
+    indices, scores = search([1.0, 0.0], [[0.5, 0.5], [100.0, 1.0], [0.1, 0.0]], 3)
     assert indices.tolist() == [2, 1, 0]
     assert scores[0] == pytest.approx(1.0)
 
 
-def test_ties_go_to_the_lower_index():
+@both
+def test_ties_go_to_the_lower_index(search):
     vectors = [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]]
-    indices, scores = top_k([1.0, 0.0], vectors, 2)
+    indices, scores = search([1.0, 0.0], vectors, 2)
     assert indices.tolist() == [1, 3]
     assert scores.tolist() == [1.0, 1.0]
-    indices, _ = top_k([1.0, 0.0], vectors, 4)
+    indices, _ = search([1.0, 0.0], vectors, 4)
     assert indices.tolist() == [1, 3, 4, 0]
 
 
-def test_k_larger_than_n_returns_everything_ranked():
-    indices, scores = top_k([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0]], 10)
+@both
+def test_k_larger_than_n_returns_everything_ranked(search):
+    indices, scores = search([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0]], 10)
     assert indices.tolist() == [1, 0]
     assert scores.shape == (2,)
 
 
-def test_no_vectors_give_empty_results():
-    indices, scores = top_k([1.0, 0.0], np.zeros((0, 2), dtype=np.float32), 3)
+@both
+def test_no_vectors_give_empty_results(search):
+    indices, scores = search([1.0, 0.0], np.zeros((0, 2), dtype=np.float32), 3)
     assert indices.shape == (0,) and scores.shape == (0,)
 
 
+@both
 @pytest.mark.parametrize("k", [0, -1])
-def test_k_must_be_positive(k):
+def test_k_must_be_positive(search, k):
     with pytest.raises(ValueError, match=rf"k must be an integer >= 1 \(got k={k}\)"):
-        top_k([1.0], [[1.0]], k)
+        search([1.0], [[1.0]], k)
 
 
-def test_k_must_be_an_integer():
+@both
+def test_k_must_be_an_integer(search):
     with pytest.raises(TypeError):
-        top_k([1.0], [[1.0]], 1.5)
+        search([1.0], [[1.0]], 1.5)
 
 
-def test_query_of_the_wrong_length_is_refused():
+@both
+def test_query_of_the_wrong_length_is_refused(search):
     with pytest.raises(
         ValueError,
         match=r"query must be a 1-D vector or a 2-D block of rows of length 3 \(got shape \(2,\)\)",
     ):
-        top_k([1.0, 0.0], np.ones((4, 3)), 1)
+        search([1.0, 0.0], np.ones((4, 3)), 1)
     with pytest.raises(ValueError, match=r"rows of length 2 \(got shape \(1, 1, 2\)\)"):
-        top_k([[[1.0, 0.0]]], np.ones((4, 2)), 1)
+        search([[[1.0, 0.0]]], np.ones((4, 2)), 1)
+    with pytest.raises(ValueError, match=r"a 2-D array of rows \(got shape \(2,\)\)"):
+        search([1.0, 0.0], np.ones(2), 1)
     with pytest.raises(ValueError, match=r"a 1-D vector of length 2 \(got shape \(1, 2\)\)"):
         UnitMatrix(np.ones((4, 2))).scores([[1.0, 0.0]])
 
 
-def test_top_k_is_a_named_pair():
-    result = top_k([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0]], 1)
+@both
+def test_top_k_is_a_named_pair(search):
+    result = search([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0]], 1)
     assert isinstance(result, TopK) and isinstance(result, tuple)
     indices, scores = result
     assert result.indices is indices and result.scores is scores
     assert (indices.tolist(), scores.tolist()) == ([1], [1.0])
 
 
-def test_a_block_of_queries_gives_one_result_per_query():
+@both
+def test_a_block_of_queries_gives_one_result_per_query(search):
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(200, 8))
     queries = rng.normal(size=(5, 8))
     for path in (vectors, UnitMatrix(vectors)):
-        indices, scores = top_k(queries, path, 4)
+        indices, scores = search(queries, path, 4)
         assert indices.shape == scores.shape == (5, 4) and indices.dtype == np.int64
         for i, query in enumerate(queries):
-            one = top_k(query, path, 4)
+            one = search(query, path, 4)
             np.testing.assert_array_equal(indices[i], one.indices)
             np.testing.assert_array_equal(scores[i], one.scores)
 
 
-def test_a_block_of_queries_at_the_edges():
-    indices, scores = top_k(np.zeros((0, 2)), [[1.0, 0.0]], 3)
+@both
+def test_a_block_of_queries_at_the_edges(search):
+    indices, scores = search(np.zeros((0, 2)), [[1.0, 0.0]], 3)
     assert indices.shape == scores.shape == (0, 1)
-    indices, scores = top_k([[1.0, 0.0], [0.0, 1.0]], np.zeros((0, 2)), 3)
+    indices, scores = search([[1.0, 0.0], [0.0, 1.0]], np.zeros((0, 2)), 3)
     assert indices.shape == scores.shape == (2, 0)
 
 
-def test_non_finite_query_is_refused():
+@both
+def test_non_finite_query_is_refused(search):
     with pytest.raises(ValueError, match="query must be finite"):
-        top_k([np.nan, 0.0], np.ones((4, 2)), 1)
+        search([np.nan, 0.0], np.ones((4, 2)), 1)
 
 
-def test_zero_query_scores_zero_everywhere_and_keeps_index_order():
-    indices, scores = top_k([0.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], 2)
+@both
+def test_zero_query_scores_zero_everywhere_and_keeps_index_order(search):
+    indices, scores = search([0.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], 2)
     assert indices.tolist() == [0, 1]
     assert scores.tolist() == [0.0, 0.0]
 
 
-def test_zero_rows_score_zero():
-    indices, scores = top_k([1.0, 0.0], [[0.0, 0.0], [-1.0, 0.0]], 2)
+@both
+def test_zero_rows_score_zero(search):
+    indices, scores = search([1.0, 0.0], [[0.0, 0.0], [-1.0, 0.0]], 2)
     assert indices.tolist() == [0, 1]
     assert scores.tolist() == [0.0, -1.0]
 
 
+@both
+def test_tiny_and_huge_rows_are_measured_in_float64(search):
+    # In float32, 1e-30² vanishes and 1e30² overflows: the cosines must not.
+    vectors = [[1e-30, 0.0], [0.0, 1e30], [3e-30, 3e-30], [-1e30, 0.0]]
+    indices, scores = search([1.0, 1.0], vectors, 4)
+    assert indices.tolist() == [2, 0, 1, 3]
+    np.testing.assert_allclose(scores, [1.0, 0.5**0.5, 0.5**0.5, -(0.5**0.5)], rtol=1e-6)
+
+
 # ---------------------------------------------------------------------------
-# Fast paths: UnitMatrix and normalised=True
+# Rows known to be unit: UnitMatrix and normalised=True
 # ---------------------------------------------------------------------------
 
 
@@ -229,22 +255,25 @@ def test_unit_matrix_refuses_bad_rows():
         UnitMatrix(np.array([[1.0, np.inf]]))
 
 
-def test_all_paths_agree():
+@both
+def test_all_paths_agree(search):
+    # Plain rows are normalised, then scored: exactly what a UnitMatrix holds.
     rng = np.random.default_rng(7)
     vectors = rng.normal(size=(300, 16)) * rng.uniform(0.1, 10.0, size=(300, 1))
     query = rng.normal(size=16)
     unit = UnitMatrix(vectors)
-    plain = top_k(query, vectors, 12)
-    fast = top_k(query, unit, 12)
-    promised = top_k(query, unit.rows, 12, normalised=True)
-    assert plain[0].tolist() == fast[0].tolist() == promised[0].tolist()
-    np.testing.assert_allclose(plain[1], fast[1], atol=1e-6)
-    np.testing.assert_array_equal(fast[1], promised[1])
-    np.testing.assert_array_equal(unit.scores(query)[fast[0]], fast[1])
+    plain = search(query, vectors, 12)
+    matrix = search(query, unit, 12)
+    promised = search(query, unit.rows, 12, normalised=True)
+    for result in (plain, matrix, unit.top_k(query, 12)):
+        np.testing.assert_array_equal(result.indices, promised.indices)
+        np.testing.assert_array_equal(result.scores, promised.scores)
+    np.testing.assert_array_equal(unit.scores(query)[promised.indices], promised.scores)
 
 
+@both
 @pytest.mark.parametrize("n", [7, 1003, 4099])
-def test_identical_rows_tie_exactly_wherever_they_sit(n):
+def test_identical_rows_tie_exactly_wherever_they_sit(search, n):
     # Matrix-vector products in BLAS work on blocks of rows (and split them over threads),
     # so identical rows can differ in the last bit; top_k must score them identically.
     rng = np.random.default_rng(n)
@@ -252,7 +281,7 @@ def test_identical_rows_tie_exactly_wherever_they_sit(n):
     vectors = np.tile(row, (n, 1))
     query = rng.normal(size=384)
     for path in (vectors, UnitMatrix(vectors)):
-        indices, scores = top_k(query, path, 5)
+        indices, scores = search(query, path, 5)
         assert indices.tolist() == [0, 1, 2, 3, 4]
         assert len(set(scores.tolist())) == 1
     assert len(np.unique(UnitMatrix(vectors).scores(query))) == 1
@@ -286,6 +315,7 @@ def test_select_top_k_matches_a_full_sort(scores, k):
 finite = st.floats(-4, 4, allow_nan=False, width=32)
 
 
+@both
 @settings(max_examples=200, deadline=None)
 @given(
     data=st.integers(1, 8).flatmap(
@@ -296,11 +326,11 @@ finite = st.floats(-4, 4, allow_nan=False, width=32)
     ),
     k=st.integers(1, 50),
 )
-def test_top_k_matches_a_slow_cosine_reference(data, k):
+def test_top_k_matches_a_slow_cosine_reference(search, data, k):
     query, vectors = data
     reference = np.array([cosine(query, row) for row in vectors])  # float64, one by one
     for path in (vectors, UnitMatrix(vectors)):
-        indices, scores = top_k(query, path, k)
+        indices, scores = search(query, path, k)
         assert len(indices) == min(k, len(vectors))
         assert len(set(indices.tolist())) == len(indices)
         # Scores are the cosines (to float32 rounding) and come best first, ties by index.
@@ -314,62 +344,30 @@ def test_top_k_matches_a_slow_cosine_reference(data, k):
         np.testing.assert_allclose(np.sort(reference[indices])[::-1], best, atol=1e-5)
 
 
-def test_planted_duplicates_among_many_rows_tie_exactly():
-    # The fast screen (BLAS) plus exact rescoring near the k-th score must return the
-    # copies in index order with identical scores, wherever they sit.
+@both
+def test_top_k_is_select_top_k_over_every_exact_score(search):
+    rng = np.random.default_rng(10)
+    vectors = rng.normal(size=(3001, 64)) * rng.uniform(0.5, 2.0, size=(3001, 1))
+    vectors[::7] = vectors[0]  # plenty of exact ties
+    unit = normalise(vectors)
+    for query in (rng.normal(size=64), vectors[0], vectors[5]):
+        expected = select_top_k(exact_scores(unit, normalise(query)), 9)
+        for path, options in ((vectors, {}), (unit, {"normalised": True})):
+            got = search(query, path, 9, **options)
+            np.testing.assert_array_equal(got.indices, expected.indices)
+            np.testing.assert_array_equal(got.scores, expected.scores)
+
+
+@both
+def test_planted_duplicates_among_many_rows_tie_exactly(search):
     rng = np.random.default_rng(11)
     vectors = rng.normal(size=(5001, 384)).astype(np.float32)
     positions = [3, 998, 999, 2500, 5000]
     vectors[positions] = vectors[17]
     for path in (vectors, UnitMatrix(vectors)):
-        indices, scores = top_k(vectors[17], path, 6)
+        indices, scores = search(vectors[17], path, 6)
         assert indices.tolist() == [3, 17, 998, 999, 2500, 5000]
         assert len(set(scores.tolist())) == 1
-
-
-@pytest.mark.parametrize("n", [10, 257, 3001])
-def test_fast_path_equals_the_exact_reference_bit_for_bit(n):
-    """top_k (BLAS screen + exact rescoring) == select_top_k over every row's exact score."""
-    rng = np.random.default_rng(n)
-    vectors = rng.normal(size=(n, 64)) * rng.uniform(0.5, 2.0, size=(n, 1))
-    vectors[::7] = vectors[0]  # plenty of exact ties
-    unit = UnitMatrix(vectors)
-    plain = vectors.astype(np.float32)
-    norms = row_lengths(plain)
-    for query in (rng.normal(size=64), vectors[0], vectors[5]):
-        q = normalise(query)
-        for path, rows, row_norms in ((unit, unit.rows, None), (plain, plain, norms)):
-            expected = select_top_k(exact_scores(rows, q, row_norms), 9)
-            got = top_k(query, path, 9)
-            np.testing.assert_array_equal(got.indices, expected.indices)
-            np.testing.assert_array_equal(got.scores, expected.scores)
-
-
-def test_the_screen_keeps_few_rows_and_never_drops_a_winner():
-    rng = np.random.default_rng(2)
-    unit = UnitMatrix(rng.normal(size=(4000, 32)))
-    query = normalise(rng.normal(size=32))
-    fast = unit.rows @ query  # BLAS
-    near = rows_near_the_top(fast, 10, 32)
-    assert near is not None and 10 <= near.size < 100  # the fast path is really taken
-    best = select_top_k(exact_scores(unit.rows, query), 10).indices
-    assert set(best.tolist()) <= set(near.tolist())
-    assert rows_near_the_top(np.zeros(4000, dtype=np.float32), 10, 32) is None  # all tied
-
-
-def test_results_do_not_depend_on_the_blas_thread_count():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-    rng = np.random.default_rng(5)
-    vectors = np.repeat(rng.normal(size=(50, 96)).astype(np.float32), 40, axis=0)
-    rng.shuffle(vectors)
-    unit = UnitMatrix(vectors)
-    query = vectors[0]
-    results = []
-    for threads in (1, 2):
-        with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
-            results.append(top_k(query, unit, 25))
-    np.testing.assert_array_equal(results[0][0], results[1][0])
-    np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
 # ---------------------------------------------------------------------------
@@ -377,49 +375,23 @@ def test_results_do_not_depend_on_the_blas_thread_count():
 # ---------------------------------------------------------------------------
 
 
-def test_products_and_lengths_equal_the_separate_passes_across_blocks():
-    rng = np.random.default_rng(13)
-    rows = rng.normal(size=(1300, 48)).astype(np.float32)  # 1300 rows: three blocks of 512
-    q = normalise(rng.normal(size=48))
-    dots, lengths = products_and_lengths(rows, q)
-    np.testing.assert_array_equal(lengths, row_lengths(rows))  # row by row, bit for bit
-    np.testing.assert_allclose(dots, rows @ q, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("threads", [1, 2, 3])
-def test_plain_array_search_is_the_same_on_any_number_of_threads(monkeypatch, threads):
-    # The blocks are shared out over the threads: every share must be read, and the
-    # result must not depend on how many shares there are.
-    monkeypatch.setattr(raglab._threads, "thread_count", lambda: threads)
-    rng = np.random.default_rng(14)
-    rows = np.repeat(rng.normal(size=(300, 48)).astype(np.float32), 5, axis=0)  # ties
-    rows *= rng.uniform(0.5, 3.0, size=(1500, 1)).astype(np.float32)  # not unit rows
-    q = normalise(rng.normal(size=48))
-    dots, lengths = products_and_lengths(rows, q)
-    np.testing.assert_array_equal(lengths, row_lengths(rows))
-    np.testing.assert_allclose(dots, rows @ q, rtol=1e-5, atol=1e-5)
-    expected = select_top_k(exact_scores(rows, q, row_lengths(rows)), 40)
-    got = top_k(q, rows, 40)
-    np.testing.assert_array_equal(got.indices, expected.indices)
-    np.testing.assert_array_equal(got.scores, expected.scores)
-
-
+@both
 @pytest.mark.parametrize("batched", [False, True])
-def test_an_array_changed_in_place_is_searched_as_it_is_now(batched):
+def test_an_array_changed_in_place_is_searched_as_it_is_now(search, batched):
     # A cache of row lengths keyed by the array would miss these edits: row 40 now points
     # along the query but is short, row 7 (the old best) is turned away, row 3 is scaled.
     rng = np.random.default_rng(17)
     vectors = rng.normal(size=(2000, 32)).astype(np.float32)
     query = rng.normal(size=32).astype(np.float32)
     queries = np.stack([query, -query]) if batched else query
-    top_k(queries, vectors, 5)
+    search(queries, vectors, 5)
     vectors[7] = query * 3.0
-    first = top_k(queries, vectors, 5)
+    first = search(queries, vectors, 5)
     vectors[40] = query * 1e-3
     vectors[7] = -query
     vectors[3] *= 50.0
-    second = top_k(queries, vectors, 5)
-    fresh = top_k(queries, vectors.copy(), 5)
+    second = search(queries, vectors, 5)
+    fresh = search(queries, vectors.copy(), 5)
     best = first.indices[0][0] if batched else first.indices[0]
     assert best == 7
     np.testing.assert_array_equal(second.indices, fresh.indices)
@@ -435,7 +407,7 @@ def test_an_array_changed_in_place_is_searched_as_it_is_now(batched):
 # ---------------------------------------------------------------------------
 
 
-def _tied_rows(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def tied_rows(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows with many exact copies (ties everywhere) and queries that hit them."""
     rng = np.random.default_rng(seed)
     rows = rng.normal(size=(n, dim)).astype(np.float32) * rng.uniform(0.2, 5.0, size=(n, 1))
@@ -447,69 +419,33 @@ def _tied_rows(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, queries.astype(np.float32)
 
 
+@both
 @pytest.mark.parametrize(("n", "k"), [(6, 3), (6, 10), (3000, 1), (3000, 7), (3000, 700)])
-def test_a_block_of_queries_equals_one_query_at_a_time_bit_for_bit(n, k):
-    rows, queries = _tied_rows(n, 24, seed=n + k)
+def test_a_block_of_queries_equals_one_query_at_a_time_bit_for_bit(search, n, k):
+    rows, queries = tied_rows(n, 24, seed=n + k)
     unit = UnitMatrix(rows)
     for path, options in ((rows, {}), (unit, {}), (unit.rows, {"normalised": True})):
-        block = top_k(queries, path, k, **options)
+        block = search(queries, path, k, **options)
         assert block.indices.shape == block.scores.shape == (len(queries), min(k, n))
         for i, query in enumerate(queries):
-            one = top_k(query, path, k, **options)
+            one = search(query, path, k, **options)
             np.testing.assert_array_equal(block.indices[i], one.indices)
             np.testing.assert_array_equal(block.scores[i], one.scores)
 
 
-def test_a_block_of_queries_keeps_the_tie_rule():
-    rows, queries = _tied_rows(3000, 24, seed=1)
-    indices, scores = top_k(queries[:2], rows, 6)
+@both
+def test_a_block_of_queries_keeps_the_tie_rule(search):
+    rows, queries = tied_rows(3000, 24, seed=1)
+    indices, scores = search(queries[:2], rows, 6)
     for i, row in enumerate((1, 2)):
         copies = np.flatnonzero((rows == rows[row]).all(axis=1))
         np.testing.assert_array_equal(indices[i], copies[:6])  # the copies, in index order
         assert len(set(scores[i].tolist())) == 1
-    np.testing.assert_array_equal(top_k(queries[-1:], rows, 4).indices, [[0, 1, 2, 3]])
+    np.testing.assert_array_equal(search(queries[-1:], rows, 4).indices, [[0, 1, 2, 3]])
 
 
-def test_a_block_larger_than_one_group_of_scores(monkeypatch):
-    # Queries are scored in groups (bounded memory); results must not depend on the cut.
-    import raglab.retrieve._topk_fast as fast
-
-    rows, queries = _tied_rows(500, 16, seed=4)
-    whole = top_k(queries, rows, 5)
-    monkeypatch.setattr(fast, "GROUP_SCORES", 1000)  # two queries per group of 500 rows
-    grouped = top_k(queries, rows, 5)
-    np.testing.assert_array_equal(whole.indices, grouped.indices)
-    np.testing.assert_array_equal(whole.scores, grouped.scores)
-
-
+@both
 @pytest.mark.parametrize("k", [0, -3])
-def test_a_block_of_queries_refuses_k_below_one(k):
+def test_a_block_of_queries_refuses_k_below_one(search, k):
     with pytest.raises(ValueError, match=rf"k must be an integer >= 1 \(got k={k}\)"):
-        top_k(np.ones((3, 2)), np.ones((5, 2)), k)
-
-
-# ---------------------------------------------------------------------------
-# The screen's sampled lower bound never drops a row near the top
-# ---------------------------------------------------------------------------
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    fast=hnp.arrays(
-        np.float32,
-        st.integers(2, 3000),
-        elements=st.sampled_from([-0.5, 0.0, 0.1, 0.10001, 0.3, 0.9, 0.90003, 1.0]),
-    ),
-    k=st.integers(1, 40),
-)
-def test_the_screen_keeps_exactly_the_rows_near_the_k_th_score(fast, k):
-    near = rows_near_the_top(fast, k, 384)
-    if k >= fast.size:
-        assert near is None
-        return
-    kth = np.sort(fast)[::-1][k - 1]
-    expected = np.flatnonzero(fast >= kth - 2 * rounding_tolerance(384))
-    if near is None:
-        assert expected.size > fast.size // 8  # gave up only when screening saves nothing
-    else:
-        np.testing.assert_array_equal(near, expected)
+        search(np.ones((3, 2)), np.ones((5, 2)), k)
