@@ -113,3 +113,15 @@ def _span_wrapper(terms, tokens):
 def test_notebook_09s_references_are_unreachable_while_a_check_runs(check, fn, capsys):
     assert not check(fn).passed
     assert "is not available while checking" in capsys.readouterr().out
+
+
+def _top_k_through_the_stores_fast_path(query, vectors, k):
+    from raglab.retrieve._fast import top_k
+
+    return top_k(query, vectors, k)
+
+
+def test_the_engines_fast_top_k_is_unreachable_while_the_top_k_check_runs(capsys):
+    # The stores' top_k gives the reference's answer faster: calling it is not writing top_k.
+    assert not checks.check_top_k(_top_k_through_the_stores_fast_path).passed
+    assert "is not available while checking" in capsys.readouterr().out

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from raglab.evaluation.bootstrap import resample_means as _resample_means
 from raglab.generate.citations import parse_citations as _parse_citations
 from raglab.ingest.chunking import chunk as _chunk
+from raglab.retrieve._fast import top_k as _fast_top_k
 from raglab.retrieve.vectors import cosine as _cosine
 from raglab.retrieve.vectors import top_k as _top_k
 from raglab.workbook.checks import (
@@ -76,6 +77,7 @@ REFERENCES: tuple[Callable, ...] = (
     _cosine,  # 05
     embeddings.reference_hash_embed,
     _top_k,  # 06
+    _fast_top_k,  # the engine's own top_k (what the stores call): the same answer, so hidden too
     retrieval.BM25,
     retrieval.reciprocal_rank_fusion,
     retrieval.reference_rrf,
@@ -106,9 +108,13 @@ REFERENCES: tuple[Callable, ...] = (
 # Exercise function -> the references it may call: an exercise that builds on an earlier
 # one may use that one's reference (filtering first, then ranking with top_k, is the lesson).
 BUILDS_ON: dict[str, tuple[Callable, ...]] = {
-    "search_readable": (_cosine, _top_k),  # 03: the filter is the exercise, not the ranking
+    "search_readable": (
+        _cosine,
+        _top_k,
+        _fast_top_k,
+    ),  # 03: the filter is the exercise, not the ranking
     "top_k": (_cosine,),
-    "filtered_top_k": (_cosine, _top_k),
+    "filtered_top_k": (_cosine, _top_k, _fast_top_k),
     # 10: a fix is built from the engine's parts (and the pipeline runs on them): all but
     # the reference fixes themselves
     **{
