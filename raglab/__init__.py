@@ -36,6 +36,7 @@ PUBLIC = {
     "generate.citations": ("CitationReport", "parse_citations", "verify_citations"),
     "ingest.credentials": ("find_secrets", "redact"),
     "retrieve.diversity": ("Diversity", "dedup", "mmr"),
+    "retrieve.fusion": ("reciprocal_rank_fusion",),
     "embed.embedders": (
         "Embedder",
         "HashingEmbedder",
@@ -61,11 +62,12 @@ PUBLIC = {
     "ingest.limits": ("within_chunk_limit",),
     "ingest.loaders": ("CorpusError", "DocumentError", "load_file", "load_folder"),
     "generate.openai_http": ("GenerationError", "OpenAIChatGenerator"),
+    "generate.llm_rewrite": ("LLMRewriter",),
     "pipeline": ("Index", "Limits", "ask"),
+    "query": ("METHODS", "Retriever"),
     "generate.prompting": ("ABSTENTION", "Prompt", "build_prompt"),
-    "retrieve.query_expansion": ("LLMRewriter", "QueryExpansion", "feedback_terms"),
+    "retrieve.query_expansion": ("QueryExpansion", "feedback_terms"),
     "records": ("Answer", "Chunk", "Citation", "Document", "Hit", "Principal"),
-    "retrieve.retrieval": ("METHODS", "Retriever", "reciprocal_rank_fusion"),
     "samples": ("sample_corpus", "sample_questions"),
     "store.sqlite_store": ("SQLiteStore",),
     "store.stores": (
@@ -73,8 +75,8 @@ PUBLIC = {
         "EmbedderMismatch",
         "MemoryStore",
         "StoreError",
-        "VectorStore",
     ),
+    "store.protocol": ("VectorStore",),
     "retrieve.vectors": ("cosine", "normalise", "top_k"),
     "store.versions": ("hidden_documents", "supersession"),
 }

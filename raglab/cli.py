@@ -77,7 +77,7 @@ def one_blas_thread_for_ask(argv: Sequence[str]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from raglab.embed.embedders import available_embedders
     from raglab.generate.prompting import ORDERS
-    from raglab.retrieve.retrieval import METHODS
+    from raglab.query import METHODS
 
     parser = argparse.ArgumentParser(
         prog="raglab",
@@ -341,8 +341,9 @@ def selection_options(sub: argparse.ArgumentParser) -> None:
 
 def selection_of(args: argparse.Namespace) -> dict:
     """ask's and Index.search's `diversity` and `expansion`, from the options."""
+    from raglab.generate.llm_rewrite import rewriter_from_env
     from raglab.retrieve.diversity import Diversity
-    from raglab.retrieve.query_expansion import QueryExpansion, rewriter_from_env
+    from raglab.retrieve.query_expansion import QueryExpansion
 
     diversity = None
     if args.mmr is not None or args.dedup is not None:

@@ -25,16 +25,17 @@ from raglab.generate.prompting import build_prompt
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
+from raglab.query import FitCache, Retriever
 from raglab.records import Answer, Hit, Principal
 from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
 from raglab.retrieve.rerank import default_reranker
-from raglab.retrieve.retrieval import FitCache, Retriever
 from raglab.store.indexing import check_embedder, sync
+from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import MemoryStore, StoreError, SyncReport, VectorStore
+from raglab.store.stores import MemoryStore, StoreError, SyncReport
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
@@ -187,7 +188,7 @@ class Index:
     ) -> list[Hit]:
         """The top-k chunks `principal` may read, ranked for `question` by `method`.
 
-        `diversity` and `expansion` are the retriever's options (`raglab.retrieve.retrieval`)."""
+        `diversity` and `expansion` are the retriever's options (`raglab.query`)."""
         retriever = self.retriever(method, min_score=min_score)
         if diversity is not None or expansion is not None:  # the same caches, more options
             retriever = replace(retriever, diversity=diversity, expansion=expansion)
@@ -251,7 +252,7 @@ def ask(
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
-    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieve.retrieval`).
+    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.query`).
     Without a `generator`, the offline `ExtractiveGenerator` answers, scoring sentences
     with the index's own embedder (`default_answerer`).
 

@@ -19,7 +19,7 @@ user only ever sees chunks of their own groups, but the tenant's fit is learned 
 of its chunks, so a document restricted to "hr" shapes the space in which every user of
 the tenant is scored: it can move their scores, never what they may read. BM25 has no
 such limit, since it is fitted at query time on the principal's readable chunks alone
-(`raglab.retrieve.retrieval`).
+(`raglab.query`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import numpy as np
 
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, DocRecord, Document
+from raglab.store.protocol import VectorStore
 from raglab.store.stores import (
     EmbedderMismatch,
     SyncReport,
-    VectorStore,
     _checked_meta,
 )
 from raglab.store.versions import supersession

@@ -21,7 +21,7 @@ Keyword search in the server. Each chunk's point holds a sparse vector, `SPARSE`
   over the readable points only: another tenant's chunks change no score.
 
 Hybrid in the server: one query, a dense and a sparse prefetch (each k * 4 deep, as
-`raglab.retrieve.retrieval`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
+`raglab.query`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
 raglab's `RRF_K` + 1: the same 1 / (60 + rank). Equal scores are put in raglab's order.
 
 Decision, by `benchmarks/bench_qdrant.py` (`benchmarks/results/qdrant.json`; sample corpus,
@@ -53,7 +53,7 @@ import numpy as np
 
 from raglab.records import Chunk, Hit
 from raglab.retrieve.bm25 import BM25, term_saturation
-from raglab.retrieve.retrieval import CANDIDATES_PER_RANKER, RRF_K
+from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, RRF_K
 from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
 from raglab.store._qdrant_points import chunk_point, from_payload, qdrant
 from raglab.text import stable_hash, tokenize

@@ -17,7 +17,7 @@ than k, and more while the last still ties with the k-th); they are put in store
 scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
 
 Keyword search: each chunk also holds a BM25 sparse vector. By default (`keyword="exact"`)
-`raglab.retrieve.retrieval` still fits BM25 on the asker's readable chunks, for scores identical to
+`raglab.query` still fits BM25 on the asker's readable chunks, for scores identical to
 the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.store.qdrant_search`, which
 says why that is not the default).
 
@@ -58,6 +58,7 @@ from raglab.store._qdrant_points import (
     upsert,
 )
 from raglab.store.access import AccessIndex
+from raglab.store.protocol import META_KEYS
 from raglab.store.qdrant_search import (
     KEYWORD_MODES,
     SPARSE_FIELDS,
@@ -68,7 +69,6 @@ from raglab.store.qdrant_search import (
     rewrite_stale,
 )
 from raglab.store.stores import (
-    META_KEYS,
     StoreError,
     _check_dim,
     _checked_meta,
@@ -78,6 +78,7 @@ from raglab.store.stores import (
     _prepare_documents,
     _StoredDocument,
 )
+from raglab.store.versions import hidden_doc_ids
 from raglab.validation import check_int
 
 FORMAT = "raglab-index"
@@ -150,7 +151,7 @@ class QdrantStore:
         """An existing index; `StoreError` if it is missing or not a raglab index.
 
         `keyword="server"` ranks by keyword in Qdrant (`keyword_search`; see
-        `raglab.store.qdrant_search`); "exact", the default, leaves BM25 to `raglab.retrieve.retrieval`.
+        `raglab.store.qdrant_search`); "exact", the default, leaves BM25 to `raglab.query`.
         """
         client, name, where = connect(path, url, must_exist=True)
         store = cls(client, name, where, exact=exact, keyword=keyword)
@@ -261,7 +262,7 @@ class QdrantStore:
     @property
     def keyword_search(self) -> Callable[..., list[Hit]] | None:
         """BM25 in the server when opened with `keyword="server"`, else None: then
-        `raglab.retrieve.retrieval` fits BM25 itself on the asker's readable chunks (exact)."""
+        `raglab.query` fits BM25 itself on the asker's readable chunks (exact)."""
         return self._keyword_search if self.keyword == "server" else None
 
     @property
@@ -301,8 +302,6 @@ class QdrantStore:
     ) -> list[Hit]:
         """The top-k chunks by dense and BM25 rankings fused with RRF in one Qdrant query,
         among the chunks `principal` may read, less the documents hidden from them."""
-        from raglab.store.versions import hidden_doc_ids  # it imports the stores
-
         k = check_int("k", k, minimum=1)
         meta = self._read_meta()
         q = normalise(_checked_query(query, meta["dim"]))

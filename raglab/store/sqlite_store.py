@@ -22,6 +22,9 @@ from uuid import uuid4
 import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Principal
+
+# The reading path and the settings checks are shared with the memory store.
+from raglab.store.protocol import META_KEYS
 from raglab.store.sqlite_postings import Postings, part_key
 from raglab.store.sqlite_schema import (
     CHUNK_COLUMNS,
@@ -41,10 +44,7 @@ from raglab.store.sqlite_schema import (
 )
 from raglab.store.sqlite_stems import Stems
 from raglab.store.sqlite_vectors import VectorFile, change_counter, vector_file
-
-# The reading path and the settings checks are shared with the memory store.
 from raglab.store.stores import (
-    META_KEYS,
     StoreError,
     _check_dim,
     _checked_meta,

@@ -45,7 +45,7 @@ from raglab.store.access import can_read
 if TYPE_CHECKING:
     import numpy as np
 
-    from raglab.store.stores import VectorStore
+    from raglab.store.protocol import VectorStore
 
 
 def supersession(documents: Iterable[Document]) -> dict[str, list[str]]:

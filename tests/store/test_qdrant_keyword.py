@@ -21,7 +21,7 @@ from raglab.ingest.chunking import Chunker
 from raglab.ingest.loaders import load_folder
 from raglab.records import Chunk
 from raglab.retrieve.bm25 import BM25
-from raglab.retrieve.retrieval import reciprocal_rank_fusion
+from raglab.retrieve.fusion import reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
 from raglab.text import content_stems
 from tests.conftest import QDRANT_MISSING
@@ -214,7 +214,7 @@ def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch)
 def test_exact_mode_leaves_bm25_to_the_retriever(tmp_path):
     store = store_with(tmp_path, "q", MINE)
     store.keyword = "exact"
-    assert store.keyword_search is None  # raglab.retrieve.retrieval then fits BM25 itself
+    assert store.keyword_search is None  # raglab.query then fits BM25 itself
     store.close()
     from raglab.store.qdrant_store import QdrantStore
 

@@ -3,7 +3,9 @@
 Three methods of ranking, all behind one function:
 - dense:  embed the question, exact cosine top-k over the store's vectors;
 - bm25:   keyword scores (raglab.retrieve.bm25.BM25) over the same chunks;
-- hybrid: both rankings fused by reciprocal rank fusion (RRF).
+- hybrid: both rankings fused (`raglab.retrieve.fusion`: reciprocal rank fusion, RRF).
+
+It ties the steps of `raglab.retrieve` to a store (`raglab.store`), so it sits above both.
 
 Access is decided first, every time: the store scores only the chunks the principal may
 read, and BM25 is fitted on those chunks alone, so a chunk the principal may not read
@@ -19,59 +21,29 @@ just in ids: a document rewritten under the same chunk ids gets a new model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, Hit, Principal
 from raglab.retrieve.bm25 import BM25
+from raglab.retrieve.diversity import Diversity
+from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, Fusion, Rankings, reciprocal_rank_fusion
+from raglab.retrieve.query_expansion import QueryExpansion, feedback_terms
+from raglab.retrieve.rerank import DEPTH, Reranker, candidates
 from raglab.store.indexing import tenant_embedder
-from raglab.store.stores import VectorStore
-from raglab.store.versions import current_keyword_search, current_search, without_hidden
+from raglab.store.protocol import VectorStore
+from raglab.store.versions import (
+    current_chunks,
+    current_keyword_search,
+    current_search,
+    without_hidden,
+)
 from raglab.validation import check_int
-
-if TYPE_CHECKING:  # these modules import this one: only their types are needed here
-    from raglab.retrieve.diversity import Diversity
-    from raglab.retrieve.fusion import Fusion
-    from raglab.retrieve.query_expansion import QueryExpansion
-    from raglab.retrieve.rerank import Reranker
 
 METHODS = ("dense", "bm25", "hybrid")
 """The ways a `Retriever` ranks chunks."""
-
-RRF_K = 60
-"""The constant in 1 / (k + rank) from Cormack, Clarke & Büttcher (SIGIR 2009): it damps
-the head of each list so one ranker's first place cannot outvote agreement lower down."""
-
-CANDIDATES_PER_RANKER = 4
-"""Hybrid search asks each ranker for k * 4 candidates, so a chunk ranked just below k by
-one ranker can still be rescued by the other."""
-
-
-def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: int = RRF_K
-) -> list[Hit]:
-    """Fuse rankings: each chunk scores sum(1 / (rrf_k + rank)) over the lists it is in.
-
-    Ranks start at 1. Ties are broken by chunk id, so the fusion is deterministic.
-
-    >>> from raglab.records import Chunk, Hit
-    >>> a, b = Chunk("a.md", 0, "x", 0, 1), Chunk("b.md", 0, "y", 0, 1)
-    >>> [h.chunk.doc_id for h in reciprocal_rank_fusion([[Hit(a, 9)], [Hit(b, 5), Hit(a, 1)]], 2)]
-    ['a.md', 'b.md']
-    """
-    k = check_int("k", k, minimum=1)
-    rrf_k = check_int("rrf_k", rrf_k, minimum=0)
-    fused: dict[str, float] = {}
-    chunks: dict[str, Chunk] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            fused[hit.chunk.id] = fused.get(hit.chunk.id, 0.0) + 1.0 / (rrf_k + rank)
-            chunks[hit.chunk.id] = hit.chunk
-    order = sorted(fused, key=lambda chunk_id: (-fused[chunk_id], chunk_id))
-    return [Hit(chunks[chunk_id], fused[chunk_id]) for chunk_id in order[:k]]
-
 
 Model = TypeVar("Model")
 
@@ -146,7 +118,7 @@ class Retriever:
         if self.diversity is not None:
             return self.diverse(question, principal, k, self.diversity)
         if self.expansion is not None:
-            return self.expansion.search(self, question, principal, k)
+            return self.expanded(question, principal, k, self.expansion)
         if self.method == "dense":
             return self.dense(question, principal, k, min_score=self.min_score)
         if self.method == "bm25":
@@ -164,14 +136,32 @@ class Retriever:
         self, question: str, principal: Principal, k: int, reranker: Reranker
     ) -> list[Hit]:
         """Hybrid search's top `rerank.DEPTH` (at least k), reordered by the reranker."""
-        from raglab.retrieve.fusion import Fusion, Rankings  # they import this module
-        from raglab.retrieve.rerank import DEPTH, candidates
-
         depth = max(DEPTH, k)
         dense = self.dense(question, principal, depth * CANDIDATES_PER_RANKER)
         keyword = self.keyword(question, principal, depth * CANDIDATES_PER_RANKER)
         found = candidates(Rankings(tuple(dense), tuple(keyword)), self.fusion or Fusion(), depth)
         return reranker.rerank(question, found, k)
+
+    def expanded(
+        self, question: str, principal: Principal, k: int, expansion: QueryExpansion
+    ) -> list[Hit]:
+        """The top-k hits for the transformed question: each query searched, then fused."""
+        plain = replace(self, expansion=None)
+        queries = plain.queries(question, principal, expansion)
+        if len(queries) == 1:
+            return plain.search(queries[0], principal, k)
+        depth = k * CANDIDATES_PER_RANKER
+        return reciprocal_rank_fusion([plain.search(q, principal, depth) for q in queries], k)
+
+    def queries(self, question: str, principal: Principal, expansion: QueryExpansion) -> list[str]:
+        """The queries `expansion` searches for `question`, its feedback drawn from this
+        retriever's top hits among the chunks `principal` may read."""
+        readable = current_chunks(self.store, principal)
+        top = self.search(question, principal, expansion.feedback)  # by its own method
+        terms = feedback_terms(
+            question, [hit.chunk for hit in top], readable, n_terms=expansion.n_terms
+        )
+        return expansion.queries(question, terms)
 
     def dense(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
