@@ -1,11 +1,13 @@
 """The two lifecycles wired together.
 
 Indexing (when documents change):  folder -> load -> chunk -> embed -> store.
-Query (every question):            question -> retrieve (access first) -> prompt -> generate
-                                   -> verify citations -> Answer.
+Query (every question):            question -> expand -> retrieve (dense, BM25; access and
+                                   versions first) -> fuse -> rerank -> diversify -> prompt
+                                   -> generate -> verify citations -> Answer.
 
-`Index` is the indexing path; `ask` is the query path. Each line of each method is one
-boundary, so a learner can swap any one of them and see what changes.
+`Index` is the indexing path; `ask` is the query path: `raglab.query` composes its steps
+up to the hits, once; `answer_from` the rest. Each line is one boundary, so a learner can
+swap any one of them and see what changes.
 """
 
 from __future__ import annotations
@@ -151,13 +153,20 @@ class Index:
         return cls(store, embedder)
 
     def retriever(
-        self, method: str = DEFAULT_METHOD, *, min_score: float | None = None
+        self,
+        method: str = DEFAULT_METHOD,
+        *,
+        min_score: float | None = None,
+        diversity: Diversity | None = None,
+        expansion: QueryExpansion | None = None,
     ) -> Retriever:
         """The retriever for `method`, built once and reused (it caches what it fits).
 
         Hybrid search fuses by the index's `fusion`, or as the embedder's default says
-        (`raglab.retrieve.fusion.default_fusion`), and reranks with the shipped reranker for the embedder when its held-out figures
-        enabled it (`raglab.retrieve.rerank.default_reranker`).
+        (`raglab.retrieve.fusion.default_fusion`), and reranks with the shipped reranker for
+        the embedder when its held-out figures enabled it
+        (`raglab.retrieve.rerank.default_reranker`). `diversity` and `expansion` are the
+        retriever's options (`raglab.query.Retriever`), given to a copy with the same caches.
         """
         key = (method, min_score)
         if key not in self._retrievers:
@@ -173,7 +182,10 @@ class Index:
                 fusion=(self.fusion or default_fusion(self.embedder.name)) if hybrid else None,
                 reranker=reranker,
             )
-        return self._retrievers[key]
+        retriever = self._retrievers[key]
+        if diversity is None and expansion is None:
+            return retriever
+        return replace(retriever, diversity=diversity, expansion=expansion)
 
     def search(
         self,
@@ -186,13 +198,10 @@ class Index:
         diversity: Diversity | None = None,
         expansion: QueryExpansion | None = None,
     ) -> list[Hit]:
-        """The top-k chunks `principal` may read, ranked for `question` by `method`.
-
-        `diversity` and `expansion` are the retriever's options (`raglab.query`)."""
-        retriever = self.retriever(method, min_score=min_score)
-        if diversity is not None or expansion is not None:  # the same caches, more options
-            retriever = replace(retriever, diversity=diversity, expansion=expansion)
-        return retriever.search(question, principal, k)
+        """The top-k chunks `principal` may read, ranked for `question` by `method`: the
+        query path of `raglab.query` (expand, retrieve, fuse, rerank, diversify)."""
+        options = {"min_score": min_score, "diversity": diversity, "expansion": expansion}
+        return self.retriever(method, **options).search(question, principal, k)
 
 
 def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
@@ -264,11 +273,14 @@ def ask(
     """
     if not question.strip():
         raise ValueError("question must not be empty")
+    # expand, retrieve (dense, BM25), fuse, rerank, diversify: k is checked and every
+    # depth decided once, where the query path starts (`raglab.query.QueryPlan`)
     hits = index.search(
         question, principal, k=k, method=method, diversity=diversity, expansion=expansion
     )
     if generator is None:
         generator = default_answerer(index, principal, method)
+    # prompt, generate, verify the citations
     return answer_from(
         question, hits, generator, max_chars=max_chars, max_tokens=max_tokens, order=order
     )

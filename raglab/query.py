@@ -1,11 +1,19 @@
-"""Retrieval: from a question to a ranked list of hits the principal may read.
+"""The query path, composed once: from a question to the hits a prompt is built from.
 
-Three methods of ranking, all behind one function:
+    question ─► expand ─► retrieve (dense, BM25) ─► fuse ─► rerank ─► diversify ─► hits
+
+`Retriever.search` decides everything at the entry: it checks `k`, and `QueryPlan`
+decides how deep each step searches. Then each step runs once, in that order, and none
+calls back into the step that called it. What `raglab.pipeline.ask` does with the hits
+(prompt, generate, verify the citations) is in `raglab.pipeline`. The steps themselves
+are in `raglab.retrieve` (how to rank, fuse, rerank, diversify, rewrite) and the store
+(`raglab.store`: which chunks may be scored); this module ties the two, so it sits above
+both.
+
+Three methods of ranking:
 - dense:  embed the question, exact cosine top-k over the store's vectors;
 - bm25:   keyword scores (raglab.retrieve.bm25.BM25) over the same chunks;
 - hybrid: both rankings fused (`raglab.retrieve.fusion`: reciprocal rank fusion, RRF).
-
-It ties the steps of `raglab.retrieve` to a store (`raglab.store`), so it sits above both.
 
 Access is decided first, every time: the store scores only the chunks the principal may
 read, and BM25 is fitted on those chunks alone, so a chunk the principal may not read
@@ -22,7 +30,7 @@ just in ids: a document rewritten under the same chunk ids gets a new model.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from raglab.embed.embedders import Embedder, is_fittable
@@ -74,6 +82,68 @@ class FitCache(Generic[Model]):
         return entry[1]
 
 
+@dataclass(frozen=True, slots=True)
+class Depth:
+    """How deep one ranking searches: each ranker's list, what a reranker reads, what is kept."""
+
+    keep: int  # hits the ranking returns
+    per_ranker: int  # hits each ranker (dense, BM25) returns before they are fused
+    reranked: int = 0  # fused candidates the reranker reads (0: no reranker)
+
+
+def ranking_depth(n: int, method: str, *, reranked: bool) -> Depth:
+    """The depth of a ranking that keeps `n` hits: `n` for one ranker alone; for hybrid
+    search `CANDIDATES_PER_RANKER` times as many from each ranker, and with a reranker
+    each ranker's list is as deep as that for the `rerank.DEPTH` candidates it reads."""
+    if method != "hybrid":
+        return Depth(n, n)
+    if not reranked:
+        return Depth(n, n * CANDIDATES_PER_RANKER)
+    read = max(DEPTH, n)
+    return Depth(n, read * CANDIDATES_PER_RANKER, read)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """Everything a search decides before it starts: `k`, and how deep each step searches.
+
+    `pool`: the hits retrieved before diversifying (k itself without diversity).
+    `alone`: the ranking of the question searched alone (it keeps `pool` hits).
+    `each`: the ranking of each of several rewrites, fused to `pool` afterwards.
+    `feedback`: the first look query expansion draws its words from (None: no expansion).
+    """
+
+    k: int
+    pool: int
+    alone: Depth
+    each: Depth
+    feedback: Depth | None
+
+    @classmethod
+    def decide(
+        cls,
+        k: int,
+        *,
+        method: str,
+        reranked: bool,
+        diversity: Diversity | None,
+        expansion: QueryExpansion | None,
+    ) -> QueryPlan:
+        """The plan for a top-k search; `k` is checked here, and only here."""
+        k = check_int("k", k, minimum=1)
+        pool = k if diversity is None else diversity.depth(k)
+        return cls(
+            k,
+            pool,
+            alone=ranking_depth(pool, method, reranked=reranked),
+            # Several rewrites: each searched 4 times deeper, so that RRF has room to agree.
+            each=ranking_depth(pool * CANDIDATES_PER_RANKER, method, reranked=reranked),
+            feedback=None
+            if expansion is None
+            else ranking_depth(expansion.feedback, method, reranked=reranked),
+        )
+
+
 @dataclass
 class Retriever:
     """Ranks the chunks of one store for a principal, by `method` (dense, bm25 or hybrid).
@@ -112,60 +182,65 @@ class Retriever:
                 f"a reranker reads both rankings: method must be 'hybrid' (got {self.method!r})"
             )
 
+    def plan(self, k: int) -> QueryPlan:
+        """How a top-k search with this retriever's settings goes (`k` checked here)."""
+        return QueryPlan.decide(
+            k,
+            method=self.method,
+            reranked=self.reranker is not None,
+            diversity=self.diversity,
+            expansion=self.expansion,
+        )
+
     def search(self, question: str, principal: Principal, k: int = 5) -> list[Hit]:
         """The top-k hits for `question` among the chunks `principal` may read."""
-        k = check_int("k", k, minimum=1)
-        if self.diversity is not None:
-            return self.diverse(question, principal, k, self.diversity)
-        if self.expansion is not None:
-            return self.expanded(question, principal, k, self.expansion)
-        if self.method == "dense":
-            return self.dense(question, principal, k, min_score=self.min_score)
-        if self.method == "bm25":
-            return self.keyword(question, principal, k, min_score=self.min_score)
-        if self.reranker is not None:
-            return self.reranked(question, principal, k, self.reranker)
-        depth = k * CANDIDATES_PER_RANKER
-        dense = self.dense(question, principal, depth, min_score=self.min_score)
-        keyword = self.keyword(question, principal, depth)
-        if self.fusion is None:
-            return reciprocal_rank_fusion([dense, keyword], k)
-        return self.fusion.fuse(dense, keyword, k)
-
-    def reranked(
-        self, question: str, principal: Principal, k: int, reranker: Reranker
-    ) -> list[Hit]:
-        """Hybrid search's top `rerank.DEPTH` (at least k), reordered by the reranker."""
-        depth = max(DEPTH, k)
-        dense = self.dense(question, principal, depth * CANDIDATES_PER_RANKER)
-        keyword = self.keyword(question, principal, depth * CANDIDATES_PER_RANKER)
-        found = candidates(Rankings(tuple(dense), tuple(keyword)), self.fusion or Fusion(), depth)
-        return reranker.rerank(question, found, k)
-
-    def expanded(
-        self, question: str, principal: Principal, k: int, expansion: QueryExpansion
-    ) -> list[Hit]:
-        """The top-k hits for the transformed question: each query searched, then fused."""
-        plain = replace(self, expansion=None)
-        queries = plain.queries(question, principal, expansion)
+        plan = self.plan(k)
+        queries = self.expand(question, principal, plan)
         if len(queries) == 1:
-            return plain.search(queries[0], principal, k)
-        depth = k * CANDIDATES_PER_RANKER
-        return reciprocal_rank_fusion([plain.search(q, principal, depth) for q in queries], k)
+            hits = self.ranked(queries[0], principal, plan.alone)
+        else:  # several rewrites: one ranking each, fused
+            rankings = [self.ranked(query, principal, plan.each) for query in queries]
+            hits = reciprocal_rank_fusion(rankings, plan.pool)
+        return self.diversify(hits, plan.k)
 
-    def queries(self, question: str, principal: Principal, expansion: QueryExpansion) -> list[str]:
-        """The queries `expansion` searches for `question`, its feedback drawn from this
-        retriever's top hits among the chunks `principal` may read."""
+    def expand(self, question: str, principal: Principal, plan: QueryPlan) -> list[str]:
+        """The queries to search for `question`: the question alone, or its rewrites
+        (`expansion`), their words drawn from this retriever's first look among the chunks
+        `principal` may read."""
+        if self.expansion is None or plan.feedback is None:
+            return [question]
         readable = current_chunks(self.store, principal)
-        top = self.search(question, principal, expansion.feedback)  # by its own method
-        terms = feedback_terms(
-            question, [hit.chunk for hit in top], readable, n_terms=expansion.n_terms
-        )
-        return expansion.queries(question, terms)
+        top = self.ranked(question, principal, plan.feedback)
+        feedback = [hit.chunk for hit in top]
+        terms = feedback_terms(question, feedback, readable, n_terms=self.expansion.n_terms)
+        return self.expansion.queries(question, terms)
+
+    def ranked(self, question: str, principal: Principal, depth: Depth) -> list[Hit]:
+        """One ranking of `question`: retrieve by `method`, then fuse and rerank (hybrid)."""
+        if self.method == "dense":
+            return self.dense(question, principal, depth.keep, min_score=self.min_score)
+        if self.method == "bm25":
+            return self.keyword(question, principal, depth.keep, min_score=self.min_score)
+        # A reranker reads the candidates' own scores: none is dropped below min_score.
+        floor = None if self.reranker is not None else self.min_score
+        dense = self.dense(question, principal, depth.per_ranker, min_score=floor)
+        keyword = self.keyword(question, principal, depth.per_ranker)
+        fusion = self.fusion or Fusion()  # plain RRF
+        if self.reranker is None:
+            return fusion.fuse(dense, keyword, depth.keep)
+        found = candidates(Rankings(tuple(dense), tuple(keyword)), fusion, depth.reranked)
+        return self.reranker.rerank(question, found, depth.keep)
+
+    def diversify(self, hits: list[Hit], k: int) -> list[Hit]:
+        """k of `hits` chosen by `diversity` (None: the hits as they are, k or fewer)."""
+        if self.diversity is None:
+            return hits
+        return self.diversity.select(hits, k, self.store)
 
     def dense(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
+        """The dense ranker: the k chunks nearest the question's vector."""
         embedder = self.embedder_for(principal.tenant)
         if embedder is None:
             return []
@@ -175,6 +250,7 @@ class Retriever:
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
+        """The keyword ranker: the k chunks with the best BM25 scores above `min_score` (0)."""
         stored = getattr(self.store, "keyword_search", None)  # BM25 kept in the index file
         if stored is not None and (min_score is None or min_score >= 0):
             return current_keyword_search(
@@ -195,14 +271,6 @@ class Retriever:
             ]
 
         return without_hidden(self.store, principal, k, ranked)  # superseded: searched past
-
-    def diverse(
-        self, question: str, principal: Principal, k: int, diversity: Diversity
-    ) -> list[Hit]:
-        """`diversity.depth(k)` candidates by this retriever's method, then k chosen by it."""
-        plain = replace(self, diversity=None)  # the same store and caches, no diversity
-        hits = plain.search(question, principal, diversity.depth(k))
-        return diversity.select(hits, k, self.store)
 
     def embedder_for(self, tenant: str) -> Embedder | None:
         """The embedder for questions of `tenant` (`raglab.store.indexing.tenant_embedder`).

@@ -201,8 +201,8 @@ class Diversity:
 
         The cosines come from the vectors `store` holds for the hits (`stored_vectors`):
         the chunks are not embedded again. `lambda_` None keeps the ranking as it is.
+        `k` >= 1 comes from the query plan that drew the hits (`raglab.query.QueryPlan`).
         """
-        k = check_int("k", k, minimum=1)
         threshold = self.dedup
         if self.lambda_ is None or len(hits) <= 1:
             return (

@@ -74,7 +74,7 @@ class Candidate:
 
 
 class Reranker(Protocol):
-    """Reorders candidates for a question and keeps the best k."""
+    """Reorders candidates for a question and keeps the best k (>= 1: the query plan's)."""
 
     def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Hit]: ...
 
@@ -208,7 +208,6 @@ class LinearReranker:
         return x @ np.array(self.weights)
 
     def rerank(self, question: str, cands: Sequence[Candidate], k: int) -> list[Hit]:
-        k = check_int("k", k, minimum=1)
         scores = self.scores(question, cands)
         # subtle: a stable sort keeps the fused order among equal scores (deterministic).
         order = sorted(range(len(cands)), key=lambda i: -scores[i])

@@ -80,11 +80,12 @@ def two_tenant_index() -> Index:
 def test_rewrites_draw_only_on_what_the_asker_may_read():
     index = two_tenant_index()
     acme = Principal("ana", "acme")
-    queries = index.retriever("hybrid").queries("refunds", acme, QueryExpansion())
+    retriever = index.retriever("hybrid", expansion=QueryExpansion())
+    queries = retriever.expand("refunds", acme, retriever.plan(5))
     assert queries[0] == "refunds"
     assert not any("zorblax" in q or "thermostat" in q for q in queries)
     globex = Principal("gus", "globex")
-    theirs = index.retriever("hybrid").queries("refunds", globex, QueryExpansion())
+    theirs = retriever.expand("refunds", globex, retriever.plan(5))
     assert any("zorblax" in q for q in theirs)
 
 
@@ -112,9 +113,8 @@ def test_multi_query_with_a_rewriter_fuses_its_rewrites():
     index = two_tenant_index()
     model = FakeModel(["canteen lunch"])
     expansion = QueryExpansion(rewriter=LLMRewriter(model, n=1))
-    queries = index.retriever("bm25").queries(
-        "when is food served", Principal("a", "acme"), expansion
-    )
+    retriever = index.retriever("bm25", expansion=expansion)
+    queries = retriever.expand("when is food served", Principal("a", "acme"), retriever.plan(1))
     assert queries[-1] == "canteen lunch"
     hits = index.search(
         "when is food served",
