@@ -19,7 +19,7 @@ from pathlib import Path
 
 from raglab.embed.embedders import Embedder
 from raglab.embed.embedders import embedder as make_embedder
-from raglab.generate.abstention import KnownStems, vocabulary
+from raglab.generate.abstention import KnownStems
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.generation import Generator, is_abstention
@@ -29,7 +29,6 @@ from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
 from raglab.query import FitCache, Retriever
 from raglab.records import Answer, Hit, Principal
-from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
@@ -76,7 +75,6 @@ class Index:
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
-    _bm25s: FitCache[BM25] = field(default_factory=FitCache, init=False, repr=False)
     _fits: FitCache[Embedder] = field(default_factory=FitCache, init=False, repr=False)
 
     @classmethod
@@ -177,7 +175,6 @@ class Index:
                 self.embedder,
                 method,
                 min_score,
-                bm25s=self._bm25s,
                 fits=self._fits,
                 fusion=(self.fusion or default_fusion(self.embedder.name)) if hybrid else None,
                 reranker=reranker,
@@ -235,14 +232,10 @@ def default_answerer(index: Index, principal: Principal, method: str) -> Extract
     )
 
 
-def known_words(index: Index, principal: Principal) -> frozenset[str] | KnownStems:
-    """The words of the documents `principal` may read. An index file keeps each access
-    partition's words, so it is asked about the question's words alone (`KnownStems`);
-    any other store's readable chunks are read and their words collected."""
-    stored = getattr(index.store, "known_stems", None)
-    if stored is not None:
-        return KnownStems(partial(stored, principal))
-    return vocabulary(index.store.chunks(principal))
+def known_words(index: Index, principal: Principal) -> KnownStems:
+    """The words of the documents `principal` may read, as a lookup: the store is asked
+    about the question's words alone (`VectorStore.known_stems`), never read whole."""
+    return KnownStems(partial(index.store.known_stems, principal))
 
 
 def ask(

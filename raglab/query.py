@@ -16,15 +16,16 @@ Three methods of ranking:
 - hybrid: both rankings fused (`raglab.retrieve.fusion`: reciprocal rank fusion, RRF).
 
 Access is decided first, every time: the store scores only the chunks the principal may
-read, and BM25 is fitted on those chunks alone, so a chunk the principal may not read
+read (less the superseded versions: `raglab.store.eligibility`), and BM25 is fitted on
+the readable chunks alone, so a chunk the principal may not read
 cannot even shift another chunk's score (its words would otherwise change BM25's idf).
 A question is embedded by its tenant's embedder (`Retriever.embedder_for`): for a learned
 embedder such as LSA, the fit on that tenant's chunks alone (see `raglab.store.indexing`). So
 for every method, no tenant's documents can change another tenant's hits or scores.
 
-What is fitted on chunks (BM25 per set of readable chunks, a learned embedder per
-tenant) is cached, and reused only while those chunks are unchanged in content, not
-just in ids: a document rewritten under the same chunk ids gets a new model.
+What is fitted on chunks (a learned embedder per tenant here; BM25 per set of readable
+chunks, in the store) is cached, and reused only while those chunks are unchanged in
+content, not just in ids: a document rewritten under the same chunk ids gets a new model.
 """
 
 from __future__ import annotations
@@ -35,20 +36,13 @@ from typing import Generic, TypeVar
 
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, Hit, Principal
-from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, Fusion, Rankings, reciprocal_rank_fusion
 from raglab.retrieve.query_expansion import QueryExpansion, feedback_terms
 from raglab.retrieve.rerank import DEPTH, Reranker, candidates
 from raglab.store.indexing import tenant_embedder
 from raglab.store.protocol import VectorStore
-from raglab.store.versions import (
-    current_chunks,
-    current_keyword_search,
-    current_search,
-    without_hidden,
-)
-from raglab.validation import check_int
+from raglab.validation import check_int, check_number
 
 METHODS = ("dense", "bm25", "hybrid")
 """The ways a `Retriever` ranks chunks."""
@@ -64,8 +58,8 @@ class FitCache(Generic[Model]):
     """Models fitted on lists of chunks, one per key, reused while the key's chunks are equal.
 
     Subtle: equal chunks (id, text, access metadata), never only equal ids. A document
-    rewritten under the same chunk ids must get a new model, or BM25 would go on
-    scoring the old words while dense search sees the new ones.
+    rewritten under the same chunk ids must get a new model, or its old words would go on
+    shaping the space its new text is searched in.
     """
 
     def __init__(self) -> None:
@@ -156,17 +150,16 @@ class Retriever:
     `reranker` reorders hybrid search's top `raglab.retrieve.rerank.DEPTH` and keeps k (None: off).
     `diversity` (`raglab.retrieve.diversity`): near duplicates dropped and k kept by MMR.
     `expansion` (`raglab.retrieve.query_expansion`): the question rewritten, the rankings fused.
-    A document superseded by one the principal may read is never returned
-    (`raglab.store.versions`).
+    The store decides which chunks are scored: those the principal may read, less the
+    documents superseded by one they may read (`raglab.store.eligibility`).
     """
 
     store: VectorStore
     embedder: Embedder
     method: str = "hybrid"
     min_score: float | None = None
-    # Models fitted on chunks, reused while those chunks are equal. An Index hands the same
-    # caches to all its retrievers, so dense, bm25 and hybrid fit each model once.
-    bm25s: FitCache[BM25] = field(default_factory=FitCache, kw_only=True, repr=False)
+    # A learned embedder's fits, reused while their tenant's chunks are equal. An Index hands
+    # the same cache to all its retrievers, so dense and hybrid fit each tenant once.
     fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
     fusion: Fusion | None = field(default=None, kw_only=True)
     reranker: Reranker | None = field(default=None, kw_only=True)
@@ -181,6 +174,9 @@ class Retriever:
             raise ValueError(
                 f"a reranker reads both rankings: method must be 'hybrid' (got {self.method!r})"
             )
+        if self.method == "bm25" and self.min_score is not None:
+            # a BM25 score is never below 0, and 0 means no word of the question occurs
+            check_number("min_score", self.min_score, minimum=0)
 
     def plan(self, k: int) -> QueryPlan:
         """How a top-k search with this retriever's settings goes (`k` checked here)."""
@@ -209,7 +205,7 @@ class Retriever:
         `principal` may read."""
         if self.expansion is None or plan.feedback is None:
             return [question]
-        readable = current_chunks(self.store, principal)
+        readable = self.store.chunks(principal)
         top = self.ranked(question, principal, plan.feedback)
         feedback = [hit.chunk for hit in top]
         terms = feedback_terms(question, feedback, readable, n_terms=self.expansion.n_terms)
@@ -245,32 +241,13 @@ class Retriever:
         if embedder is None:
             return []
         query = embedder.embed([question])[0]
-        return current_search(self.store, query, principal, k, min_score=min_score)
+        return self.store.search(query, principal, k, min_score=min_score)
 
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
         """The keyword ranker: the k chunks with the best BM25 scores above `min_score` (0)."""
-        stored = getattr(self.store, "keyword_search", None)  # BM25 kept in the index file
-        if stored is not None and (min_score is None or min_score >= 0):
-            return current_keyword_search(
-                self.store, question, principal, k, min_score=min_score or 0.0
-            )
-        chunks = self.store.chunks(principal)
-        if not chunks:
-            return []
-        key = (principal.tenant, tuple(sorted(principal.groups)))
-        bm25 = self.bm25s.get(key, chunks, lambda: BM25().fit([c.text for c in chunks]))
-        threshold = 0.0 if min_score is None else min_score
-
-        def ranked(depth: int) -> list[Hit]:
-            rows, scores = bm25.search(question, min(depth, len(chunks)))
-            # A BM25 score of 0 means no query word occurs in the chunk: not a match at all.
-            return [
-                Hit(chunks[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > threshold
-            ]
-
-        return without_hidden(self.store, principal, k, ranked)  # superseded: searched past
+        return self.store.keyword_search(question, principal, k, min_score=min_score or 0.0)
 
     def embedder_for(self, tenant: str) -> Embedder | None:
         """The embedder for questions of `tenant` (`raglab.store.indexing.tenant_embedder`).

@@ -142,3 +142,12 @@ def test_the_retriever_fuses_with_the_fusion_it_is_given(sample_index):
         assert same.search(q.question, ann, 5) == plain.search(q.question, ann, 5)
         bm25 = [h.chunk.id for h in plain.keyword(q.question, ann, 5)]
         assert [h.chunk.id for h in keyword_only.search(q.question, ann, 5)][: len(bm25)] == bm25
+
+
+def test_a_negative_min_score_is_refused_for_bm25(store):
+    """A BM25 score is never below 0, and 0 means no word of the question occurs."""
+    with pytest.raises(
+        ValueError, match=r"min_score must be a finite number >= 0 \(got min_score=-1"
+    ):
+        Retriever(store, HashingEmbedder(), "bm25", min_score=-1)
+    assert Retriever(store, HashingEmbedder(), "dense", min_score=-0.5).min_score == -0.5

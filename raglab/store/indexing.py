@@ -19,7 +19,7 @@ user only ever sees chunks of their own groups, but the tenant's fit is learned 
 of its chunks, so a document restricted to "hr" shapes the space in which every user of
 the tenant is scored: it can move their scores, never what they may read. BM25 has no
 such limit, since it is fitted at query time on the principal's readable chunks alone
-(`raglab.query`).
+(`raglab.store.keyword`, or the SQLite store's postings per access partition).
 """
 
 from __future__ import annotations

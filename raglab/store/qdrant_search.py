@@ -207,9 +207,17 @@ def dense_candidates(
 
 
 def keyword_hits(
-    client: Any, collection: str, question: str, readable: Any, k: int, min_score: float
+    client: Any,
+    collection: str,
+    question: str,
+    k: int,
+    min_score: float,
+    *,
+    readable: Any,
+    shown: Any,
 ) -> list[Hit]:
-    """The top-k chunks by BM25 in the server, among those `readable` lets through."""
+    """The top-k chunks by BM25 in the server, among those `shown` lets through; idf is
+    counted over `readable`, as raglab fits BM25 on the chunks the asker may read."""
     query = query_vector(question)
     if query is None or not client.collection_exists(collection):
         return []
@@ -220,7 +228,7 @@ def keyword_hits(
             collection,
             query=query,
             using=SPARSE,
-            query_filter=readable,  # access decided inside the query, before scoring
+            query_filter=shown,  # access and versions decided inside the query, before scoring
             search_params=models.SearchParams(idf=models.IdfCorpusParams(corpus=readable)),
             limit=limit,
             with_payload=True,

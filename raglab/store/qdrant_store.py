@@ -17,8 +17,8 @@ than k, and more while the last still ties with the k-th); they are put in store
 scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
 
 Keyword search: each chunk also holds a BM25 sparse vector. By default (`keyword="exact"`)
-`raglab.query` still fits BM25 on the asker's readable chunks, for scores identical to
-the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.store.qdrant_search`, which
+BM25 is still fitted here on the asker's readable chunks (`raglab.store.keyword`), for
+scores identical to the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.store.qdrant_search`, which
 says why that is not the default).
 
 Qdrant has no transactions, so a transaction holds its writes back and applies them at
@@ -31,7 +31,7 @@ and the next `raglab index` re-adds them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +57,8 @@ from raglab.store._qdrant_points import (
     store_order,
     upsert,
 )
-from raglab.store.access import AccessIndex
+from raglab.store.eligibility import Eligibility
+from raglab.store.keyword import ChunkKeywords
 from raglab.store.protocol import META_KEYS
 from raglab.store.qdrant_search import (
     KEYWORD_MODES,
@@ -78,7 +79,7 @@ from raglab.store.stores import (
     _prepare_documents,
     _StoredDocument,
 )
-from raglab.store.versions import hidden_doc_ids
+from raglab.store.versions import hidden_from
 from raglab.validation import check_int
 
 FORMAT = "raglab-index"
@@ -121,7 +122,7 @@ class QdrantStore:
         self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
         self._pending: _Pending | None = None
         self._depth = 0
-        self._listing: tuple[str, list[Chunk], AccessIndex] | None = None  # see chunks()
+        self._listed: tuple[str, ChunkKeywords] | None = None  # see _listing()
 
     def __repr__(self) -> str:
         return f"QdrantStore({self.path!r}, dim={self.dim}, chunks={len(self)})"
@@ -151,7 +152,7 @@ class QdrantStore:
         """An existing index; `StoreError` if it is missing or not a raglab index.
 
         `keyword="server"` ranks by keyword in Qdrant (`keyword_search`; see
-        `raglab.store.qdrant_search`); "exact", the default, leaves BM25 to `raglab.query`.
+        `raglab.store.qdrant_search`); "exact", the default, fits BM25 here, as every store.
         """
         client, name, where = connect(path, url, must_exist=True)
         store = cls(client, name, where, exact=exact, keyword=keyword)
@@ -229,18 +230,15 @@ class QdrantStore:
         return {r.id: r for r in sorted(records, key=lambda r: r.id) if r.id not in journal}
 
     def chunks(self, principal: Principal | None = None) -> list[Chunk]:
-        """Every chunk in store order (document id, then chunk index), or those `principal` may read.
+        """Every chunk in store order (document id, then chunk index), or those `principal` is
+        answered from (readable, not superseded for them: `raglab.store.eligibility`).
 
-        What BM25 and a fitted embedder need; read once per version of the index and kept,
-        as the SQLite store does (a search never needs them: Qdrant filters and scores).
-        """
-        meta = self._read_meta()
-        if self._listing is None or self._listing[0] != meta.get("generation"):
-            self._listing = (meta.get("generation"), *self._read_chunks(meta))
-        _, chunks, access = self._listing
+        What exact BM25 and a fitted embedder need (a search never needs them: Qdrant
+        filters and scores)."""
+        eligibility = self._listing().eligibility
         if principal is None:
-            return list(chunks)
-        return [chunks[row] for row in access.eligible_rows(principal)]
+            return list(eligibility.chunks)
+        return [eligibility.chunks[row] for row in eligibility.rows(principal)]
 
     def vectors(self) -> np.ndarray:
         """Every vector in store order, one read-only row per chunk of `chunks()`.
@@ -259,22 +257,32 @@ class QdrantStore:
         matrix.flags.writeable = False
         return matrix
 
-    @property
-    def keyword_search(self) -> Callable[..., list[Hit]] | None:
-        """BM25 in the server when opened with `keyword="server"`, else None: then
-        `raglab.query` fits BM25 itself on the asker's readable chunks (exact)."""
-        return self._keyword_search if self.keyword == "server" else None
+    def keyword_search(
+        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+    ) -> list[Hit]:
+        """The top-k chunks `principal` is answered from by BM25, scoring above `min_score`.
 
-    @property
-    def known_stems(self) -> Callable[[Principal, Iterable[str]], frozenset[str]] | None:
-        """With `keyword="server"`, the answerer's vocabulary lookup (`_known_stems`), so a
-        cold ask reads no chunk beyond its hits; else None: the answerer then collects the
-        words of `chunks(principal)`, which exact BM25 has read already."""
-        return self._known_stems if self.keyword == "server" else None
+        `keyword="exact"` (the default): BM25 fitted here on the chunks `principal` may read
+        (`raglab.store.keyword`), scores identical to the other stores'. "server": ranked in
+        Qdrant by sparse vectors (`raglab.store.qdrant_search` says how, and why it is not
+        the default)."""
+        k = check_int("k", k, minimum=1)
+        if self.keyword == "exact":
+            return self._listing().search(question, principal, k, min_score=min_score)
+        meta = self._read_meta()
+        readable = readable_filter(principal, meta["journal"])
+        shown = readable_filter(principal, [*meta["journal"], *self._hidden(principal, meta)])
+        where = {"readable": readable, "shown": shown}
+        return keyword_hits(self._client, self._chunks_name, question, k, min_score, **where)
 
-    def _known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
-        """Those of the content `stems` that a chunk `principal` may read uses: one count a
-        stem, the access filter inside it (`raglab.generate.abstention.vocabulary`, in the server)."""
+    def known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        """Those of the content `stems` that a chunk `principal` may read uses.
+
+        With `keyword="server"`, one count a stem in Qdrant, the access filter inside it, so
+        a cold ask reads no chunk beyond its hits; "exact" has read the asker's chunks for
+        BM25 already, and looks the stems up in them."""
+        if self.keyword == "exact":
+            return self._listing().known_stems(principal, stems)
         models = qdrant().models
         if not self._client.collection_exists(self._chunks_name):
             return frozenset()
@@ -289,14 +297,6 @@ class QdrantStore:
             ).count
         )
 
-    def _keyword_search(
-        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
-    ) -> list[Hit]:
-        """The top-k chunks by BM25 in Qdrant, among those `principal` may read."""
-        k = check_int("k", k, minimum=1)
-        readable = readable_filter(principal, self._read_meta()["journal"])
-        return keyword_hits(self._client, self._chunks_name, question, readable, k, min_score)
-
     def hybrid_search(
         self, query: np.ndarray, question: str, principal: Principal, k: int
     ) -> list[Hit]:
@@ -306,16 +306,29 @@ class QdrantStore:
         meta = self._read_meta()
         q = normalise(_checked_query(query, meta["dim"]))
         readable = readable_filter(principal, meta["journal"])
-        shown = readable_filter(principal, [*meta["journal"], *hidden_doc_ids(self, principal)])
+        shown = readable_filter(principal, [*meta["journal"], *self._hidden(principal, meta)])
         where = {"readable": readable, "shown": shown, "exact": self.exact}
         return hybrid_hits(self._client, self._chunks_name, q, question, k, **where)
 
-    def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
-        if not self._client.collection_exists(self._chunks_name):
-            return [], AccessIndex([])
-        points = scroll(self._client, self._chunks_name, readable_filter(None, meta["journal"]))
-        chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
-        return chunks, AccessIndex(chunks)
+    def _listing(self) -> ChunkKeywords:
+        """Every chunk in store order, with who is answered from which (`eligibility`): read
+        once per version of the index and kept, as the SQLite store does."""
+        meta = self._read_meta()
+        if self._listed is None or self._listed[0] != meta.get("generation"):
+            chunks: list[Chunk] = []
+            if self._client.collection_exists(self._chunks_name):
+                every = readable_filter(None, meta["journal"])
+                points = scroll(self._client, self._chunks_name, every)
+                chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
+            eligibility = Eligibility(chunks, meta.get("superseded"), self.documents())
+            self._listed = (meta.get("generation"), ChunkKeywords(eligibility))
+        return self._listed[1]
+
+    def _hidden(self, principal: Principal, meta: dict[str, Any]) -> frozenset[str]:
+        """The documents hidden from `principal` (`raglab.store.versions`): read only when a
+        document supersedes another."""
+        superseded = meta.get("superseded")
+        return hidden_from(principal, superseded, self.documents()) if superseded else frozenset()
 
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
@@ -326,9 +339,9 @@ class QdrantStore:
         q = _checked_query(query, meta["dim"])
         if not self._client.collection_exists(self._chunks_name):
             return []
-        readable = readable_filter(principal, meta["journal"])
+        shown = readable_filter(principal, [*meta["journal"], *self._hidden(principal, meta)])
         points = dense_candidates(
-            self._client, self._chunks_name, normalise(q), readable, k, self.exact
+            self._client, self._chunks_name, normalise(q), shown, k, self.exact
         )
         if not points:
             return []

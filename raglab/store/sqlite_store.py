@@ -54,6 +54,7 @@ from raglab.store.stores import (
     _Snapshot,
     _SnapshotReads,
 )
+from raglab.store.versions import hidden_from
 from raglab.validation import check_int
 
 __all__ = ["LOCK_WAIT_SECONDS", "SCHEMA_VERSION", "SQLiteStore"]
@@ -195,7 +196,8 @@ class SQLiteStore(_SnapshotReads):
         q = _checked_query(query, self._dim)
         with self._reading():  # one view of the file: no write lands between the reads
             parts = self._postings.readable_parts(principal)
-            _, ids, scores = self._vectors().search(q, set(parts), k)
+            hidden = self._hidden_chunk_ids(principal)
+            _, ids, scores = self._vectors().search(q, set(parts), k, hidden=hidden)
             chunks = self._chunks_by_id(ids)
         hits = [Hit(chunks[i], float(s)) for i, s in zip(ids.tolist(), scores, strict=True)]
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
@@ -203,8 +205,9 @@ class SQLiteStore(_SnapshotReads):
     def keyword_search(
         self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
     ) -> list[Hit]:
-        """The top-k chunks by BM25 fitted on the chunks `principal` may read, scoring above
-        `min_score` (>= 0): the hits of `raglab.retrieve.bm25.BM25`, read from the stored postings."""
+        """The top-k chunks `principal` is answered from by BM25 fitted on the chunks they may
+        read, scoring above `min_score` (>= 0): the hits of `raglab.retrieve.bm25.BM25`, read
+        from the stored postings."""
         k = check_int("k", k, minimum=1)
         self._refresh()
         # Inside a write, count what it wrote so far; outside, read one state of the file.
@@ -212,7 +215,7 @@ class SQLiteStore(_SnapshotReads):
             if self._depth:
                 self._postings.flush()
             ids, scores = self._postings.scores(question, principal)
-            keep = scores > min_score
+            keep = (scores > min_score) & ~np.isin(ids, self._hidden_chunk_ids(principal))
             ids, scores = ids[keep], scores[keep]
             if len(scores) > k:  # only the k-th best score and above can be hits (ties too)
                 keep = scores >= -np.partition(-scores, k - 1)[k - 1]
@@ -290,6 +293,7 @@ class SQLiteStore(_SnapshotReads):
         with self.transaction():
             self._write_meta({**{key: updated[key] for key in META_KEYS}, "dim": dim})
             self._meta, self._dim = updated, dim
+            self._snapshot = None  # who supersedes whom may have changed
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -390,6 +394,20 @@ class SQLiteStore(_SnapshotReads):
                 self._vector_file = vector_file(self._con, self.path, generation, self._dim or 0)
         return self._vector_file
 
+    def _hidden_chunk_ids(self, principal: Principal) -> np.ndarray:
+        """The ids of the chunks of documents hidden from `principal` (`raglab.store.versions`).
+
+        Only the small documents table is read, and only when a document supersedes another.
+        """
+        superseded = self._meta["superseded"]
+        hidden = sorted(hidden_from(principal, superseded, self.documents())) if superseded else []
+        ids: list[int] = []
+        for start in range(0, len(hidden), 500):  # SQLite caps the parameters of a statement
+            batch = hidden[start : start + 500]
+            sql = f"SELECT id FROM chunks WHERE doc_id IN ({', '.join('?' * len(batch))})"
+            ids += [row[0] for row in self._run(sql, batch)]
+        return np.array(ids, dtype=np.int64)
+
     def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
         """The chunks with these ids, read a few hundred at a time (SQLite caps parameters)."""
         found: dict[int, Chunk] = {}
@@ -422,4 +440,4 @@ class SQLiteStore(_SnapshotReads):
         # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
         matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
         matrix.setflags(write=False)
-        return _Snapshot(chunks, matrix)
+        return _Snapshot(chunks, matrix, self._meta["superseded"], self.documents())

@@ -44,15 +44,19 @@ class VectorFile:
     rows: np.ndarray  # (n, 2) int64: chunk id, partition id
 
     def search(
-        self, query: np.ndarray, parts: set[int], k: int
+        self, query: np.ndarray, parts: set[int], k: int, *, hidden: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Top-k among rows of `parts`: (store positions, chunk ids, float32 cosines), best first.
+        """Top-k among rows of `parts`, less the chunk ids in `hidden`: (store positions,
+        chunk ids, float32 cosines), best first.
 
         The same hits as `top_k` over the eligible rows copied out at once: scores are
         computed row by row (`raglab.retrieve.vectors.exact_scores`), and the blocks' winners are
         merged by score, then store position.
         """
-        eligible = np.flatnonzero(np.isin(self.rows[:, 1], np.fromiter(parts, np.int64)))
+        eligible = np.isin(self.rows[:, 1], np.fromiter(parts, np.int64))
+        if hidden is not None and hidden.size:  # documents superseded for this asker
+            eligible &= ~np.isin(self.rows[:, 0], hidden)
+        eligible = np.flatnonzero(eligible)
         if not eligible.size:
             return eligible, eligible, np.empty(0, np.float32)
         every_row = eligible.size == len(self.rows)

@@ -33,7 +33,8 @@ import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Principal
 from raglab.retrieve.vectors import normalise, top_k
-from raglab.store.access import AccessIndex
+from raglab.store.eligibility import Eligibility
+from raglab.store.keyword import ChunkKeywords
 from raglab.store.protocol import META_KEYS
 from raglab.validation import check_int
 
@@ -202,26 +203,37 @@ def _empty_meta() -> dict[str, Any]:
 class _Snapshot:
     """A store's chunks and vectors as one matrix, rebuilt after every write.
 
-    Searching one principal's rows means copying them out of the matrix (`matrix[rows]`).
-    The copies are kept per (tenant, groups) — while their rows add up to at most one
-    matrix, so memory stays bounded at twice the vectors — and a principal who may read
-    every row uses the matrix itself.
+    Who is answered from which rows is its `eligibility` (access, then versions); keyword
+    search and the asker's words come from its `keywords`. Searching one principal's rows
+    means copying them out of the matrix (`matrix[rows]`). The copies are kept per asker
+    while their rows add up to at most one matrix, so memory stays bounded at twice the
+    vectors, and a principal who may read every row uses the matrix itself.
     """
 
-    __slots__ = ("_blocks", "access", "chunks", "matrix")
+    __slots__ = ("_blocks", "eligibility", "keywords", "matrix")
 
-    def __init__(self, chunks: tuple[Chunk, ...], matrix: np.ndarray) -> None:
-        self.chunks = chunks
+    def __init__(
+        self,
+        chunks: tuple[Chunk, ...],
+        matrix: np.ndarray,
+        superseded: Mapping[str, Sequence[str]] | None,
+        documents: Mapping[str, DocRecord],
+    ) -> None:
         self.matrix = matrix
-        self.access = AccessIndex(chunks)
+        self.eligibility = Eligibility(chunks, superseded, documents)
+        self.keywords = ChunkKeywords(self.eligibility)
         self._blocks: dict[tuple, np.ndarray] = {}
 
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        return self.eligibility.chunks
+
     def eligible(self, principal: Principal) -> tuple[np.ndarray, np.ndarray]:
-        """The rows `principal` may read and their vectors (the only ones that get scored)."""
-        rows = self.access.eligible_rows(principal)
+        """The rows `principal` is answered from and their vectors (the only ones scored)."""
+        rows = self.eligibility.rows(principal)
         if len(rows) == len(self.chunks):
             return rows, self.matrix
-        key = self.access.key(principal)
+        key = self.eligibility.key(principal)
         if key not in self._blocks:
             self._make_room(len(rows))
             self._blocks[key] = self.matrix[rows]
@@ -279,7 +291,7 @@ class _SnapshotReads:
         snapshot = self._current()
         if principal is None:
             return list(snapshot.chunks)
-        return [snapshot.chunks[row] for row in snapshot.access.eligible_rows(principal)]
+        return [snapshot.chunks[row] for row in snapshot.eligibility.rows(principal)]
 
     def vectors(self) -> np.ndarray:
         return self._current().matrix
@@ -288,6 +300,15 @@ class _SnapshotReads:
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
         return _search(self._current(), self._dim, query, principal, k, min_score)
+
+    def keyword_search(
+        self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
+    ) -> list[Hit]:
+        k = check_int("k", k, minimum=1)
+        return self._current().keywords.search(question, principal, k, min_score=min_score)
+
+    def known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        return self._current().keywords.known_stems(principal, stems)
 
 
 # ---------------------------------------------------------------------------- memory
@@ -337,6 +358,7 @@ class MemoryStore(_SnapshotReads):
         updated = _checked_meta(meta, self._meta)
         self._dim = _dim_from_meta(updated, self._dim)
         self._meta = updated
+        self._snapshot = None  # who supersedes whom may have changed
 
     def documents(self) -> dict[str, DocRecord]:
         return {doc_id: self._docs[doc_id].record for doc_id in sorted(self._docs)}
@@ -359,7 +381,8 @@ class MemoryStore(_SnapshotReads):
             chunks = tuple(chunk for doc in docs for chunk in doc.chunks)
             blocks = [doc.vectors for doc in docs if doc.chunks]
             matrix = np.concatenate(blocks) if blocks else np.zeros((0, self._dim or 0), np.float32)
-            self._snapshot = _Snapshot(chunks, matrix)
+            records = {doc_id: self._docs[doc_id].record for doc_id in sorted(self._docs)}
+            self._snapshot = _Snapshot(chunks, matrix, self._meta["superseded"], records)
         return self._snapshot
 
 

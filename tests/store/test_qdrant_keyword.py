@@ -190,8 +190,8 @@ def test_server_mode_knows_exactly_the_words_the_asker_may_read(tmp_path):
     store.delete_document("c.md")  # the only chunk with "kitchen" and "printer"
     assert store.known_stems(ANN, asked) == vocabulary(store.chunks(ANN)) & asked
     assert "kitchen" not in store.known_stems(ANN, asked)
-    store.keyword = "exact"
-    assert store.known_stems is None  # exact BM25 reads the chunks anyway: words from them
+    store.keyword = "exact"  # exact BM25 reads the chunks anyway: the words come from them
+    assert store.known_stems(ANN, asked) == vocabulary(store.chunks(ANN)) & asked
     store.close()
 
 
@@ -211,10 +211,13 @@ def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch)
     index.store.close()
 
 
-def test_exact_mode_leaves_bm25_to_the_retriever(tmp_path):
-    store = store_with(tmp_path, "q", MINE)
+def test_exact_mode_fits_bm25_on_the_readable_chunks_as_every_store(tmp_path):
+    store = store_with(tmp_path, "q", MINE + THEIRS)
     store.keyword = "exact"
-    assert store.keyword_search is None  # raglab.query then fits BM25 itself
+    readable = store.chunks(ANN)
+    expected = BM25().fit([c.text for c in readable]).scores(QUESTION)
+    hits = {h.chunk.id: h.score for h in store.keyword_search(QUESTION, ANN, 10)}
+    assert hits == {c.id: float(s) for c, s in zip(readable, expected) if s > 0}
     store.close()
     from raglab.store.qdrant_store import QdrantStore
 
