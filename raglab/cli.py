@@ -390,10 +390,8 @@ def open_index(args: argparse.Namespace):
             raise ValueError(
                 "--embedder applies to --docs; an index file uses the embedder it was built with"
             )
-        index = Index.open(args.index, **where)
-        if args.qdrant_keyword is not None:
-            index.store.keyword = args.qdrant_keyword
-        check_chunker(args, index.store.meta["chunker"])
+        index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword)
+        check_chunker(args, index.chunker_params)
         return index
     embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
     index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
@@ -435,21 +433,6 @@ def describe_chunker(params: dict | None) -> str:
         return "(none recorded)"
     names = ("kind", "size", "overlap", "version")
     return ", ".join(f"{name}={params.get(name)!r}" for name in names)
-
-
-def recorded_chunker(args: argparse.Namespace) -> dict | None:
-    """The chunker params an existing index records; None for a new (or unreadable) one."""
-    from raglab.pipeline import store_class
-    from raglab.store.stores import StoreError
-
-    store, options = store_class(**store_of(args))
-    if args.qdrant_url is None and not args.index.exists():
-        return None
-    try:
-        with store.open(args.index, **options) as opened:
-            return opened.meta["chunker"]
-    except StoreError:
-        return None  # an unfinished first build, or not an index: writing it says which
 
 
 def warn_load_errors(errors) -> None:
@@ -544,12 +527,11 @@ def format_answer(answer) -> str:
 def run_index(args: argparse.Namespace) -> int:
     from raglab.pipeline import DEFAULT_EMBEDDER, Index
 
-    # A chunker option left out keeps the index's own setting: an update never re-cuts by surprise.
-    chunker = make_chunker(args, recorded_chunker(args))
     index = Index.from_folder(
         args.folder,
         embedder=args.embedder or DEFAULT_EMBEDDER,
-        chunker=chunker,
+        # An option left out keeps the index's own setting: an update never re-cuts by surprise.
+        chunker=lambda recorded: make_chunker(args, recorded),
         path=args.index,
         limits=limits_of(args),
         **store_of(args),
@@ -560,7 +542,7 @@ def run_index(args: argparse.Namespace) -> int:
     summary = {
         "index": str(args.index),
         "embedder": index.embedder.name,
-        "chunker": chunker.params(),
+        "chunker": report.chunker,
         "added": list(report.added),
         "updated": list(report.updated),
         "removed": list(report.removed),
@@ -574,7 +556,7 @@ def run_index(args: argparse.Namespace) -> int:
     else:
         print(
             f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
-            f"({describe_chunker(chunker.params())}): "
+            f"({describe_chunker(report.chunker)}): "
             f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
             f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped"
         )
@@ -590,7 +572,7 @@ def run_eval(args: argparse.Namespace) -> int:
     load_questions(args.questions)  # a malformed file fails before the index is built
     selection = selection_of(args)
     index = open_index(args)
-    questions = load_questions(args.questions, doc_ids=index.store.documents())
+    questions = load_questions(args.questions, doc_ids=index.document_ids())
 
     def answer(q):
         return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)

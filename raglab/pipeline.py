@@ -12,7 +12,7 @@ swap any one of them and see what changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -33,10 +33,10 @@ from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
 from raglab.retrieve.rerank import default_reranker
-from raglab.store.indexing import check_embedder, sync
+from raglab.store.indexing import SyncReport, check_embedder, sync
 from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import MemoryStore, StoreError, SyncReport
+from raglab.store.stores import MemoryStore, StoreError
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
@@ -83,7 +83,7 @@ class Index:
         folder: str | Path,
         *,
         embedder: str | Embedder = DEFAULT_EMBEDDER,
-        chunker: Chunker | None = None,
+        chunker: Chunker | Callable[[dict | None], Chunker] | None = None,
         path: str | Path | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
@@ -99,23 +99,35 @@ class Index:
         `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
         (`Limits`: file size and count, chunks per document, what to do with secrets);
         files loaded with a secret cut out, or with a doubtful `supersedes`, in `warnings`.
-        `fusion`: how hybrid search fuses its two rankings (default: `default_fusion`).
+        `chunker`: a `Chunker` (default `Chunker()`), or a function that makes one from the
+        chunker settings the index at `path` records (None for a new index), read in the
+        same opening of the index that writes it. `fusion`: how hybrid search fuses its two
+        rankings (default: `default_fusion`).
         """
         limits = limits or Limits()
+        new = path is None or (qdrant_url is None and not Path(path).exists())
+        if callable(chunker) and new:
+            chunker = chunker(None)  # nothing recorded: a bad choice fails before a file is made
+        choose = chunker if callable(chunker) else lambda _: chunker or Chunker()
         loaded = load_folder(
             folder, max_bytes=limits.max_bytes, max_files=limits.max_files, secrets=limits.secrets
         )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        chunker = chunker or Chunker()
-        documents, too_long = within_chunk_limit(loaded.documents, chunker, limits.max_chunks)
-        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
+
+        def index(store: VectorStore, recorded: dict | None) -> tuple[SyncReport, list]:
+            """Chunk (within the limits) and sync; returns the report and the refused files."""
+            cutter = choose(recorded)
+            documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
+            return sync(store, documents, chunker=cutter, embedder=embedder), too_long
+
         if path is None:
             store: VectorStore = MemoryStore()
-            report = sync(store, documents, chunker=chunker, embedder=embedder)
+            report, too_long = index(store, None)
         else:  # one writer at a time; a first build shows up whole or not at all
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
-                report = sync(store, documents, chunker=chunker, embedder=embedder)
+                report, too_long = index(store, store.meta["chunker"])
+        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         return cls(store, report.embedder, report, errors, loaded.warnings, fusion)
 
     @classmethod
@@ -126,10 +138,13 @@ class Index:
         embedder: str | Embedder | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
+        qdrant_keyword: str | None = None,
     ) -> Index:
         """Open an index written by `from_folder(..., path=...)` or `raglab index`.
 
-        `backend` and `qdrant_url` say where it lives, as for `from_folder`.
+        `backend` and `qdrant_url` say where it lives, as for `from_folder`;
+        `qdrant_keyword` how a Qdrant index ranks by keyword ("exact", the default, or
+        "server": `raglab.store.qdrant_search`).
 
         The embedder is rebuilt from the name stored in the file — or give the one the
         index was built with, when it had non-default settings — and checked against the
@@ -138,6 +153,10 @@ class Index:
         compared.
         """
         kind, options = store_class(backend, qdrant_url)
+        if qdrant_keyword is not None:
+            if backend != "qdrant":
+                raise ValueError("qdrant_keyword applies to a Qdrant index (backend='qdrant')")
+            options["keyword"] = qdrant_keyword
         store = kind.open(path, **options)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
         if embedder is None:  # made by hand, or left by a raglab that built in two steps
@@ -149,6 +168,15 @@ class Index:
         # A fittable embedder's per-tenant fits are checked when a tenant first asks.
         check_embedder(store, embedder)
         return cls(store, embedder)
+
+    @property
+    def chunker_params(self) -> dict | None:
+        """The chunker settings the index was built with (`Chunker.params()`), as recorded."""
+        return self.store.meta["chunker"]
+
+    def document_ids(self) -> frozenset[str]:
+        """The ids of the documents the index holds."""
+        return frozenset(self.store.documents())
 
     def retriever(
         self,

@@ -24,7 +24,8 @@ such limit, since it is fitted at query time on the principal's readable chunks 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,11 +33,7 @@ import numpy as np
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, DocRecord, Document
 from raglab.store.protocol import VectorStore
-from raglab.store.stores import (
-    EmbedderMismatch,
-    SyncReport,
-    _checked_meta,
-)
+from raglab.store.stores import EmbedderMismatch, _checked_meta
 from raglab.store.versions import supersession
 
 
@@ -113,6 +110,29 @@ def _fit(embedder: Any, tenant: str, texts: Sequence[str]) -> Embedder:
 
 
 # ---------------------------------------------------------------------------- sync
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What `sync` did, by document id (each tuple sorted).
+
+    `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
+    fit, see the module docstring). `embedded` counts the chunks written with a new vector;
+    `reused` says how many of them took a vector already in the store (same text, same
+    model) instead of calling the embedder; `rebuilt` says why unchanged documents were
+    re-indexed too ("" when only changed documents were); `chunker`, the params of the
+    chunker that cut them (`Chunker.params()`).
+    """
+
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    removed: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    embedder: Embedder
+    embedded: int = 0
+    rebuilt: str = ""
+    reused: int = 0
+    chunker: Mapping[str, object] = field(default_factory=dict)
 
 
 class _Chunker(Protocol):
@@ -199,6 +219,7 @@ def sync(
         len(chunks),
         everything or _refit_reason(refitted),
         reused,
+        chunker.params(),
     )
 
 

@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,9 +37,6 @@ from raglab.store.eligibility import Eligibility
 from raglab.store.keyword import ChunkKeywords
 from raglab.store.protocol import META_KEYS
 from raglab.validation import check_int
-
-if TYPE_CHECKING:
-    from raglab.embed.embedders import Embedder
 
 
 class StoreError(ValueError):
@@ -52,27 +49,6 @@ class DimensionMismatch(ValueError):
 
 class EmbedderMismatch(ValueError):
     """An index is used with an embedder other than the one that built it."""
-
-
-@dataclass(frozen=True, slots=True)
-class SyncReport:
-    """What `sync` did, by document id (each tuple sorted).
-
-    `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
-    fit, see `raglab.store.indexing`). `embedded` counts the chunks written with a new vector;
-    `reused` says how many of them took a vector already in the store (same text, same
-    model) instead of calling the embedder; `rebuilt` says why unchanged documents were re-indexed too ("" when only changed
-    documents were).
-    """
-
-    added: tuple[str, ...]
-    updated: tuple[str, ...]
-    removed: tuple[str, ...]
-    unchanged: tuple[str, ...]
-    embedder: Embedder
-    embedded: int = 0
-    rebuilt: str = ""
-    reused: int = 0
 
 
 # ---------------------------------------------------------------------------- shared pieces

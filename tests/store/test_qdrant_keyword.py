@@ -199,8 +199,7 @@ def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch)
     from raglab.store.qdrant_store import QdrantStore
 
     Index.from_folder(sample_corpus(), path=tmp_path / "q", backend="qdrant").store.close()
-    index = Index.open(tmp_path / "q", backend="qdrant")
-    index.store.keyword = "server"
+    index = Index.open(tmp_path / "q", backend="qdrant", qdrant_keyword="server")
 
     def read_everything(self, *args, **kwargs):
         raise AssertionError("the ask read every chunk the asker may read")
@@ -242,8 +241,8 @@ def test_an_index_of_the_previous_schema_is_refused(tmp_path, monkeypatch):
 def both_indexes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("indexes")
     sqlite = Index.from_folder(sample_corpus(), path=folder / "index.sqlite")
-    qdrant = Index.from_folder(sample_corpus(), path=folder / "qdrant", backend="qdrant")
-    qdrant.store.keyword = "server"
+    Index.from_folder(sample_corpus(), path=folder / "qdrant", backend="qdrant").store.close()
+    qdrant = Index.open(folder / "qdrant", backend="qdrant", qdrant_keyword="server")
     yield sqlite, qdrant
     qdrant.store.close()
 
