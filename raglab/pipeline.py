@@ -33,10 +33,11 @@ from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
 from raglab.retrieve.rerank import default_reranker
+from raglab.store.errors import StoreError
 from raglab.store.indexing import SyncReport, check_embedder, sync
+from raglab.store.memory import MemoryStore
 from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import MemoryStore, StoreError
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"

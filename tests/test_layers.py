@@ -186,11 +186,11 @@ def test_the_workbook_has_no_import_circles(graph):
 def test_the_checker_sees_imports_hidden_in_functions_and_type_checking(tmp_path):
     code = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from raglab.store.stores import MemoryStore\n"
+        "if TYPE_CHECKING:\n    from raglab.store.memory import MemoryStore\n"
         "def f():\n    from raglab import Index\n    import raglab.evaluation.runner\n"
     )
     path = tmp_path / "m.py"
     path.write_text(code)
-    known = {"raglab.store.stores", "raglab.pipeline", "raglab.evaluation.runner"}
+    known = {"raglab.store.memory", "raglab.pipeline", "raglab.evaluation.runner"}
     assert set(imported("raglab.retrieve.m", path, known)) == known
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

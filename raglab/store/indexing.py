@@ -32,9 +32,10 @@ import numpy as np
 
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, DocRecord, Document
+from raglab.store.errors import EmbedderMismatch
 from raglab.store.protocol import VectorStore
-from raglab.store.stores import EmbedderMismatch, _checked_meta
 from raglab.store.versions import supersession
+from raglab.store.writes import checked_meta
 
 
 def tenant_embedder(
@@ -167,7 +168,7 @@ def sync(
     """
     docs = _unique_documents(documents)
     stored, meta = store.documents(), store.meta
-    params = _checked_meta({"chunker": chunker.params()}, {})["chunker"]
+    params = checked_meta({"chunker": chunker.params()}, {})["chunker"]
     _refuse_other_embedder(store, meta, embedder)
     split: dict[str, list[Chunk]] = {}
     fits: dict[str, Embedder] = {}  # tenant -> its fit; stays empty unless fittable

@@ -1,6 +1,6 @@
 """The store protocol: what every store of chunk vectors does, and what its meta holds.
 
-`MemoryStore` (`raglab.store.stores`), `SQLiteStore` and `QdrantStore` implement it; the
+`MemoryStore` (`raglab.store.memory`), `SQLiteStore` and `QdrantStore` implement it; the
 query path (`raglab.query`) and the indexing step (`raglab.store.indexing`) use nothing
 else. Like every protocol module it imports only the records, so any wing may import it.
 

@@ -54,8 +54,16 @@ import numpy as np
 from raglab.records import Chunk, Hit
 from raglab.retrieve.bm25 import BM25, term_saturation
 from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, RRF_K
+from raglab.retrieve.vectors import normalise, top_k
 from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
-from raglab.store._qdrant_points import chunk_point, from_payload, qdrant
+from raglab.store._qdrant_points import (
+    chunk_point,
+    dense,
+    field_is,
+    from_payload,
+    qdrant,
+    store_order,
+)
 from raglab.text import stable_hash, tokenize
 
 KEYWORD_MODES = ("exact", "server")
@@ -204,6 +212,44 @@ def dense_candidates(
         ).points
 
     return candidates(fetch, k)
+
+
+def dense_hits(
+    client: Any, collection: str, query: np.ndarray, shown: Any, k: int, exact: bool
+) -> list[Hit]:
+    """The top-k chunks `shown` lets through by cosine, ranked as every store ranks:
+    Qdrant picks the candidates (`dense_candidates`), `raglab.retrieve.vectors.top_k`
+    scores them in store order, so ties go as in the other stores."""
+    points = dense_candidates(client, collection, normalise(query), shown, k, exact)
+    if not points:
+        return []
+    # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
+    pairs = sorted(
+        ((from_payload(Chunk, p.payload), dense(p.vector)) for p in points),
+        key=lambda c: store_order(c[0]),
+    )
+    rows = np.array([vector for _, vector in pairs], dtype=np.float32)
+    positions, scores = top_k(query, rows, k, normalised=True)
+    return [Hit(pairs[p][0], float(s)) for p, s in zip(positions, scores)]
+
+
+def counted_stems(
+    client: Any, collection: str, readable: Any, stems: Iterable[str]
+) -> frozenset[str]:
+    """Those of `stems` that a point `readable` lets through holds (in its "stems" payload):
+    one count a stem, the access filter inside it."""
+    if not client.collection_exists(collection):
+        return frozenset()
+    models = qdrant().models
+    return frozenset(
+        stem
+        for stem in sorted(set(stems))
+        if client.count(
+            collection,
+            count_filter=models.Filter(must=[readable, field_is("stems", stem)]),
+            exact=True,
+        ).count
+    )
 
 
 def keyword_hits(

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from raglab.retrieve.vectors import select_top_k, top_k
+from raglab.store.errors import StoreError
 from raglab.store.sqlite_postings import part_key
 from raglab.store.sqlite_schema import REBUILD
-from raglab.store.stores import StoreError
 
 BLOCK_ROWS = 32_768
 """Eligible rows scored at a time: the copy a block needs stays small (48 MB at dim 384)."""

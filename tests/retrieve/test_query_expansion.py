@@ -14,7 +14,7 @@ from raglab.retrieve.query_expansion import (
     expanded,
     feedback_terms,
 )
-from raglab.store.stores import MemoryStore
+from raglab.store.memory import MemoryStore
 
 
 def chunk(doc_id: str, text: str) -> Chunk:

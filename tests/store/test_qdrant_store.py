@@ -17,7 +17,7 @@ from raglab import Index, Principal, StoreError, ask
 from raglab.cli import main
 from raglab.evaluation import load_questions
 from raglab.samples import sample_corpus, sample_questions
-from raglab.store.stores import MemoryStore
+from raglab.store.memory import MemoryStore
 from tests.conftest import QDRANT_MISSING
 from tests.store.test_stores import DIM, random_corpus, unit
 

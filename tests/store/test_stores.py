@@ -1,4 +1,4 @@
-"""Tests for raglab.store.stores: both stores through the same tests, sync, access, files.
+"""The stores (memory, SQLite, Qdrant) through the same tests; sync, access, files.
 
 A fake embedder and a fake chunker are defined here, so these tests do not depend on
 raglab.embed.embedders or raglab.ingest.chunking; one test at the end uses the real ones.
@@ -16,14 +16,10 @@ import numpy as np
 import pytest
 
 from raglab.records import Chunk, DocRecord, Document, Principal
+from raglab.store.errors import DimensionMismatch, EmbedderMismatch, StoreError
 from raglab.store.indexing import check_embedder, sync, tenant_embedder
+from raglab.store.memory import MemoryStore
 from raglab.store.sqlite_store import SCHEMA_VERSION, SQLiteStore
-from raglab.store.stores import (
-    DimensionMismatch,
-    EmbedderMismatch,
-    MemoryStore,
-    StoreError,
-)
 from tests.conftest import STORES
 
 DIM = 4

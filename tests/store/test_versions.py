@@ -169,7 +169,7 @@ def test_without_the_supersedes_line_the_old_policy_answered(sample_index):
     from raglab.embed.embedders import embedder
     from raglab.ingest.chunking import Chunker
     from raglab.store.indexing import sync
-    from raglab.store.stores import MemoryStore
+    from raglab.store.memory import MemoryStore
 
     store = MemoryStore()
     sync(store, docs, chunker=Chunker(), embedder=embedder("hashing"))
@@ -231,7 +231,7 @@ def test_another_tenant_cannot_hide_a_document_even_in_a_hand_built_store():
     from raglab.embed.embedders import embedder
     from raglab.ingest.chunking import Chunker
     from raglab.store.indexing import sync
-    from raglab.store.stores import MemoryStore
+    from raglab.store.memory import MemoryStore
 
     docs = [
         Document("a/policy.md", "Refunds take ten days.", tenant="acme"),
@@ -256,7 +256,7 @@ def hand_built(kind: str, tmp_path: Path):
     from raglab.embed.embedders import embedder
     from raglab.ingest.chunking import Chunker
     from raglab.store.indexing import sync
-    from raglab.store.stores import MemoryStore
+    from raglab.store.memory import MemoryStore
 
     docs = [
         Document("t/old.md", "Hotels cost at most 150 euros per night.", tenant="t"),
@@ -301,7 +301,7 @@ def test_a_document_without_chunks_hides_only_from_those_who_may_read_it():
     import numpy as np
 
     from raglab.records import Chunk, DocRecord
-    from raglab.store.stores import MemoryStore
+    from raglab.store.memory import MemoryStore
 
     store = MemoryStore(dim=2)
     old = Chunk("t/old.md", 0, "Parking costs 5 euros.", 0, 22, tenant="t")
