@@ -123,7 +123,16 @@ class QueryPlan:
         diversity: Diversity | None,
         expansion: QueryExpansion | None,
     ) -> QueryPlan:
-        """The plan for a top-k search; `k` is checked here, and only here."""
+        """The plan for a top-k search; `k` is checked here, and only here.
+
+        >>> plan = QueryPlan.decide(5, method="hybrid", reranked=False, diversity=None,
+        ...                         expansion=None)
+        >>> plan.alone  # each ranker 20 deep, fused, 5 kept
+        Depth(keep=5, per_ranker=20, reranked=0)
+        >>> QueryPlan.decide(5, method="hybrid", reranked=True, diversity=Diversity(),
+        ...                  expansion=None).alone  # 20 to diversify; 30 reranked of 120 each
+        Depth(keep=20, per_ranker=120, reranked=30)
+        """
         k = check_int("k", k, minimum=1)
         pool = k if diversity is None else diversity.depth(k)
         return cls(

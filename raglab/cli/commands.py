@@ -33,7 +33,6 @@ def limits_of(args: argparse.Namespace):
 
 def selection_of(args: argparse.Namespace) -> dict:
     """ask's and Index.search's `diversity` and `expansion`, from the options."""
-    from raglab.generate.llm_rewrite import rewriter_from_env
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
 
@@ -47,7 +46,11 @@ def selection_of(args: argparse.Namespace) -> dict:
         raise ValueError("--hyde needs --expand multi")
     expansion = None
     if args.expand is not None:
-        rewriter = rewriter_from_env(hyde=args.hyde) if args.expand == "multi" else None
+        rewriter = None
+        if args.expand == "multi":  # a language model writes rewrites too, when one is set
+            from raglab.generate.llm_rewrite import rewriter_from_env
+
+            rewriter = rewriter_from_env(hyde=args.hyde)
         if args.hyde and rewriter is None:
             raise ValueError(
                 "--hyde needs a language model: set RAGLAB_LLM_URL and RAGLAB_LLM_MODEL"
