@@ -392,7 +392,7 @@ class QdrantStore:
     def _write_meta(self, values: Mapping[str, Any]) -> None:
         payload = {**values, "kind": "meta", "format": FORMAT, "schema_version": SCHEMA_VERSION}
         payload["generation"] = uuid.uuid4().hex  # new with every write: cached reads expire
-        self._upsert(self._records_name, [meta_point(payload)])
+        upsert(self._client, self._records_name, [meta_point(payload)])
 
     def _count_chunks(self, doc_id: str) -> int:
         """The chunks `doc_id` has in the index as committed (0 while it is journalled)."""
@@ -401,6 +401,3 @@ class QdrantStore:
             return 0
         of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
         return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
-
-    def _upsert(self, collection: str, points: list[Any]) -> None:
-        upsert(self._client, collection, points)
