@@ -44,11 +44,12 @@ from raglab.embed.embedders import Embedder, embedder, is_fittable
 from raglab.embed.embedding_cache import cached
 from raglab.evaluation import EvalReport, Question, evaluate
 from raglab.evaluation.bootstrap import paired_difference
+from raglab.evaluation.tuning import collect_rankings, fused_search, reranked_search
 from raglab.ingest.chunking import Chunker
 from raglab.pipeline import Index
 from raglab.records import Hit
-from raglab.retrieve.fusion import Fusion, Rankings, collect_rankings, default_fusion, fused_search
-from raglab.retrieve.rerank import load_reranker, reranked_search
+from raglab.retrieve.fusion import Fusion, Rankings, default_fusion
+from raglab.retrieve.rerank import load_reranker
 
 DEPTH = 480
 """Chunks kept per ranker and question: `evaluate` asks for 30 chunks (3 per document

@@ -7,7 +7,7 @@ fully equal: every retrieved hit and its score too). The systems:
 - sqlite: the reference;
 - qdrant-exact: the Qdrant store's default, BM25 fitted client-side (`keyword="exact"`);
 - qdrant-server: BM25 as sparse vectors ranked in Qdrant (`keyword="server"`), fused by
-  `raglab.retrieve.retrieval` (what `raglab ask --qdrant-keyword server` runs);
+  `raglab.query` (what `raglab ask --qdrant-keyword server` runs);
 - qdrant-fused: `QdrantStore.hybrid_search`, dense and sparse fused by RRF in Qdrant.
 
 Speed: a generated corpus (`bench_scale.generate`, 2,000 documents), indexed once with

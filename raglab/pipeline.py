@@ -1,23 +1,25 @@
 """The two lifecycles wired together.
 
 Indexing (when documents change):  folder -> load -> chunk -> embed -> store.
-Query (every question):            question -> retrieve (access first) -> prompt -> generate
-                                   -> verify citations -> Answer.
+Query (every question):            question -> expand -> retrieve (dense, BM25; access and
+                                   versions first) -> fuse -> rerank -> diversify -> prompt
+                                   -> generate -> verify citations -> Answer.
 
-`Index` is the indexing path; `ask` is the query path. Each line of each method is one
-boundary, so a learner can swap any one of them and see what changes.
+`Index` is the indexing path; `ask` is the query path: `raglab.query` composes its steps
+up to the hits, once; `answer_from` the rest. Each line is one boundary, so a learner can
+swap any one of them and see what changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
 from raglab.embed.embedders import Embedder
 from raglab.embed.embedders import embedder as make_embedder
-from raglab.generate.abstention import KnownStems, vocabulary
+from raglab.generate.abstention import KnownStems
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.generation import Generator, is_abstention
@@ -25,16 +27,17 @@ from raglab.generate.prompting import build_prompt
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
+from raglab.query import FitCache, Retriever
 from raglab.records import Answer, Hit, Principal
-from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
 from raglab.retrieve.rerank import default_reranker
-from raglab.retrieve.retrieval import FitCache, Retriever
-from raglab.store.indexing import check_embedder, sync
+from raglab.store.errors import StoreError
+from raglab.store.indexing import SyncReport, check_embedder, sync
+from raglab.store.memory import MemoryStore
+from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import MemoryStore, StoreError, SyncReport, VectorStore
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
@@ -73,7 +76,6 @@ class Index:
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
-    _bm25s: FitCache[BM25] = field(default_factory=FitCache, init=False, repr=False)
     _fits: FitCache[Embedder] = field(default_factory=FitCache, init=False, repr=False)
 
     @classmethod
@@ -82,7 +84,7 @@ class Index:
         folder: str | Path,
         *,
         embedder: str | Embedder = DEFAULT_EMBEDDER,
-        chunker: Chunker | None = None,
+        chunker: Chunker | Callable[[dict | None], Chunker] | None = None,
         path: str | Path | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
@@ -98,23 +100,35 @@ class Index:
         `load_errors` and the rest are indexed. `limits` bounds what is read and indexed
         (`Limits`: file size and count, chunks per document, what to do with secrets);
         files loaded with a secret cut out, or with a doubtful `supersedes`, in `warnings`.
-        `fusion`: how hybrid search fuses its two rankings (default: `default_fusion`).
+        `chunker`: a `Chunker` (default `Chunker()`), or a function that makes one from the
+        chunker settings the index at `path` records (None for a new index), read in the
+        same opening of the index that writes it. `fusion`: how hybrid search fuses its two
+        rankings (default: `default_fusion`).
         """
         limits = limits or Limits()
+        new = path is None or (qdrant_url is None and not Path(path).exists())
+        if callable(chunker) and new:
+            chunker = chunker(None)  # nothing recorded: a bad choice fails before a file is made
+        choose = chunker if callable(chunker) else lambda _: chunker or Chunker()
         loaded = load_folder(
             folder, max_bytes=limits.max_bytes, max_files=limits.max_files, secrets=limits.secrets
         )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        chunker = chunker or Chunker()
-        documents, too_long = within_chunk_limit(loaded.documents, chunker, limits.max_chunks)
-        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
+
+        def index(store: VectorStore, recorded: dict | None) -> tuple[SyncReport, list]:
+            """Chunk (within the limits) and sync; returns the report and the refused files."""
+            cutter = choose(recorded)
+            documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
+            return sync(store, documents, chunker=cutter, embedder=embedder), too_long
+
         if path is None:
             store: VectorStore = MemoryStore()
-            report = sync(store, documents, chunker=chunker, embedder=embedder)
+            report, too_long = index(store, None)
         else:  # one writer at a time; a first build shows up whole or not at all
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
-                report = sync(store, documents, chunker=chunker, embedder=embedder)
+                report, too_long = index(store, store.meta["chunker"])
+        errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         return cls(store, report.embedder, report, errors, loaded.warnings, fusion)
 
     @classmethod
@@ -125,10 +139,13 @@ class Index:
         embedder: str | Embedder | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
+        qdrant_keyword: str | None = None,
     ) -> Index:
         """Open an index written by `from_folder(..., path=...)` or `raglab index`.
 
-        `backend` and `qdrant_url` say where it lives, as for `from_folder`.
+        `backend` and `qdrant_url` say where it lives, as for `from_folder`;
+        `qdrant_keyword` how a Qdrant index ranks by keyword ("exact", the default, or
+        "server": `raglab.store.qdrant_search`).
 
         The embedder is rebuilt from the name stored in the file — or give the one the
         index was built with, when it had non-default settings — and checked against the
@@ -137,6 +154,10 @@ class Index:
         compared.
         """
         kind, options = store_class(backend, qdrant_url)
+        if qdrant_keyword is not None:
+            if backend != "qdrant":
+                raise ValueError("qdrant_keyword applies to a Qdrant index (backend='qdrant')")
+            options["keyword"] = qdrant_keyword
         store = kind.open(path, **options)
         embedder = store.meta["embedder_name"] if embedder is None else embedder
         if embedder is None:  # made by hand, or left by a raglab that built in two steps
@@ -149,14 +170,30 @@ class Index:
         check_embedder(store, embedder)
         return cls(store, embedder)
 
+    @property
+    def chunker_params(self) -> dict | None:
+        """The chunker settings the index was built with (`Chunker.params()`), as recorded."""
+        return self.store.meta["chunker"]
+
+    def document_ids(self) -> frozenset[str]:
+        """The ids of the documents the index holds."""
+        return frozenset(self.store.documents())
+
     def retriever(
-        self, method: str = DEFAULT_METHOD, *, min_score: float | None = None
+        self,
+        method: str = DEFAULT_METHOD,
+        *,
+        min_score: float | None = None,
+        diversity: Diversity | None = None,
+        expansion: QueryExpansion | None = None,
     ) -> Retriever:
         """The retriever for `method`, built once and reused (it caches what it fits).
 
         Hybrid search fuses by the index's `fusion`, or as the embedder's default says
-        (`raglab.retrieve.fusion.default_fusion`), and reranks with the shipped reranker for the embedder when its held-out figures
-        enabled it (`raglab.retrieve.rerank.default_reranker`).
+        (`raglab.retrieve.fusion.default_fusion`), and reranks with the shipped reranker for
+        the embedder when its held-out figures enabled it
+        (`raglab.retrieve.rerank.default_reranker`). `diversity` and `expansion` are the
+        retriever's options (`raglab.query.Retriever`), given to a copy with the same caches.
         """
         key = (method, min_score)
         if key not in self._retrievers:
@@ -167,12 +204,14 @@ class Index:
                 self.embedder,
                 method,
                 min_score,
-                bm25s=self._bm25s,
                 fits=self._fits,
                 fusion=(self.fusion or default_fusion(self.embedder.name)) if hybrid else None,
                 reranker=reranker,
             )
-        return self._retrievers[key]
+        retriever = self._retrievers[key]
+        if diversity is None and expansion is None:
+            return retriever
+        return replace(retriever, diversity=diversity, expansion=expansion)
 
     def search(
         self,
@@ -185,13 +224,10 @@ class Index:
         diversity: Diversity | None = None,
         expansion: QueryExpansion | None = None,
     ) -> list[Hit]:
-        """The top-k chunks `principal` may read, ranked for `question` by `method`.
-
-        `diversity` and `expansion` are the retriever's options (`raglab.retrieve.retrieval`)."""
-        retriever = self.retriever(method, min_score=min_score)
-        if diversity is not None or expansion is not None:  # the same caches, more options
-            retriever = replace(retriever, diversity=diversity, expansion=expansion)
-        return retriever.search(question, principal, k)
+        """The top-k chunks `principal` may read, ranked for `question` by `method`: the
+        query path of `raglab.query` (expand, retrieve, fuse, rerank, diversify)."""
+        options = {"min_score": min_score, "diversity": diversity, "expansion": expansion}
+        return self.retriever(method, **options).search(question, principal, k)
 
 
 def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
@@ -225,14 +261,10 @@ def default_answerer(index: Index, principal: Principal, method: str) -> Extract
     )
 
 
-def known_words(index: Index, principal: Principal) -> frozenset[str] | KnownStems:
-    """The words of the documents `principal` may read. An index file keeps each access
-    partition's words, so it is asked about the question's words alone (`KnownStems`);
-    any other store's readable chunks are read and their words collected."""
-    stored = getattr(index.store, "known_stems", None)
-    if stored is not None:
-        return KnownStems(partial(stored, principal))
-    return vocabulary(index.store.chunks(principal))
+def known_words(index: Index, principal: Principal) -> KnownStems:
+    """The words of the documents `principal` may read, as a lookup: the store is asked
+    about the question's words alone (`VectorStore.known_stems`), never read whole."""
+    return KnownStems(partial(index.store.known_stems, principal))
 
 
 def ask(
@@ -251,7 +283,7 @@ def ask(
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
-    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.retrieve.retrieval`).
+    `method` is how chunks are ranked: "dense", "bm25" or "hybrid" (`raglab.query`).
     Without a `generator`, the offline `ExtractiveGenerator` answers, scoring sentences
     with the index's own embedder (`default_answerer`).
 
@@ -263,11 +295,14 @@ def ask(
     """
     if not question.strip():
         raise ValueError("question must not be empty")
+    # expand, retrieve (dense, BM25), fuse, rerank, diversify: k is checked and every
+    # depth decided once, where the query path starts (`raglab.query.QueryPlan`)
     hits = index.search(
         question, principal, k=k, method=method, diversity=diversity, expansion=expansion
     )
     if generator is None:
         generator = default_answerer(index, principal, method)
+    # prompt, generate, verify the citations
     return answer_from(
         question, hits, generator, max_chars=max_chars, max_tokens=max_tokens, order=order
     )

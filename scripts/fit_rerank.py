@@ -26,9 +26,16 @@ from raglab.evaluation import load_questions
 from raglab.evaluation.bootstrap import paired_difference
 from raglab.evaluation.calibration import split_questions
 from raglab.evaluation.improvement import Measurement, measure
+from raglab.evaluation.tuning import (
+    collect_rankings,
+    fit_reranker,
+    fused_search,
+    reranked_search,
+    training_rows,
+)
 from raglab.pipeline import Index, answer_from, default_answerer
-from raglab.retrieve.fusion import Fusion, collect_rankings, fused_search
-from raglab.retrieve.rerank import WEIGHTS_FILE, fit_reranker, reranked_search, training_rows
+from raglab.retrieve.fusion import Fusion
+from raglab.retrieve.rerank import WEIGHTS_FILE
 from raglab.samples import sample_corpus, sample_questions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -190,3 +190,43 @@ def test_the_answerer_of_an_lsa_index_uses_the_tenant_fit(tmp_path):
     assert acme.name == globex.name == "lsa" and "fit=" in acme.version
     assert acme.version != globex.version  # each tenant's own fit, never another's
     assert answer_embedder(index, Principal("u", "nobody"), "hybrid") is None
+
+
+def test_a_chunker_can_be_chosen_from_what_the_index_records(tmp_path):
+    from raglab import Chunker
+
+    corpus = Path(__file__).resolve().parent.parent / "data" / "corpus"
+    path, seen = tmp_path / "i.sqlite", []
+
+    def choose(recorded):
+        seen.append(recorded)
+        return Chunker(**{"kind": "chars", "size": 300, "overlap": 30, **(recorded or {})})
+
+    built = Index.from_folder(corpus, path=path, chunker=choose)
+    assert built.report.chunker == Chunker("chars", 300, 30).params()
+    assert Index.open(path).chunker_params == built.report.chunker
+    again = Index.from_folder(
+        corpus,
+        path=path,
+        chunker=lambda recorded: Chunker(**{k: v for k, v in recorded.items() if k != "version"}),
+    )
+    assert seen == [None] and again.report.updated == () and again.report.rebuilt == ""
+    assert again.document_ids() == frozenset(built.store.documents())
+
+
+def test_a_bad_chunker_choice_for_a_new_index_makes_no_file(tmp_path):
+    from raglab import Chunker
+
+    corpus = Path(__file__).resolve().parent.parent / "data" / "corpus"
+    with pytest.raises(ValueError, match="overlap must be < size"):
+        Index.from_folder(
+            corpus, path=tmp_path / "i.sqlite", chunker=lambda _: Chunker(size=100, overlap=100)
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_keyword_ranking_of_qdrant_is_an_option_of_a_qdrant_index(tmp_path):
+    corpus = Path(__file__).resolve().parent.parent / "data" / "corpus"
+    Index.from_folder(corpus, path=tmp_path / "i.sqlite")
+    with pytest.raises(ValueError, match="qdrant_keyword applies to a Qdrant index"):
+        Index.open(tmp_path / "i.sqlite", qdrant_keyword="server")

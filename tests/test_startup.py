@@ -31,6 +31,9 @@ NOT_ON_THE_QUERY_PATH = (
     "raglab.embed.minilm",  # the neural embedder
     "raglab.embed.minilm_network",
     "raglab.generate.openai_http",  # a remote generator
+    "raglab.generate.llm_rerank",  # a language model's steps, when one is set
+    "raglab.generate.llm_rewrite",
+    "raglab.evaluation.tuning",  # choosing settings on labelled questions
     "raglab.samples",
     "raglab.embed.tokens",  # a token budget
     "raglab.workbook.viz",

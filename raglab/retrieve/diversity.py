@@ -10,7 +10,7 @@ A ranked list of chunks has two habits that waste a prompt's room:
   all rank high — `mmr` (maximal marginal relevance) picks each next chunk for being
   relevant *and* unlike the chunks already picked.
 
-`Diversity` bundles both for a `raglab.retrieve.retrieval.Retriever`: it retrieves
+`Diversity` bundles both for the query path (`raglab.query.Retriever`): it retrieves
 `candidates * k` chunks, drops the duplicates, and keeps k by MMR. The hits keep their
 retrieval scores, so after MMR the scores need not fall in rank order.
 
@@ -36,7 +36,7 @@ from raglab.text import tokenize
 from raglab.validation import check_int, check_number
 
 if TYPE_CHECKING:
-    from raglab.store.stores import VectorStore
+    from raglab.store.protocol import VectorStore
 
 SHINGLE_WORDS = 3
 """Words per shingle: three-word runs tell "paid within ten days" from "ten days of leave",
@@ -201,8 +201,8 @@ class Diversity:
 
         The cosines come from the vectors `store` holds for the hits (`stored_vectors`):
         the chunks are not embedded again. `lambda_` None keeps the ranking as it is.
+        `k` >= 1 comes from the query plan that drew the hits (`raglab.query.QueryPlan`).
         """
-        k = check_int("k", k, minimum=1)
         threshold = self.dedup
         if self.lambda_ is None or len(hits) <= 1:
             return (

@@ -1,6 +1,7 @@
-"""Weighted fusion: how much the dense ranking and the keyword ranking each get to say.
+"""Fusion: one ranking from several, and how much the dense and keyword rankings each say.
 
-Reciprocal rank fusion (`raglab.retrieve.retrieval.reciprocal_rank_fusion`) gives both rankers one
+Reciprocal rank fusion (`reciprocal_rank_fusion`) gives each ranking one vote: a chunk
+scores Σ 1 / (60 + its rank) over the lists it is in. With two rankers it gives both one
 vote each. That helps when both are good and hurts when one is weak: on a public benchmark
 of 5,183 abstracts, RRF of BM25 with the hashing embedder scored nDCG@10 0.572 against
 BM25 alone's 0.665 (`default_fusion` draws the conclusion). Two ways to give the votes a
@@ -12,28 +13,52 @@ weight `w` (the dense side's share):
   w · dense + (1 - w) · keyword; a chunk missing from a list gets 0 there. It keeps how
   far apart scores are, which ranks throw away.
 
-The weight is chosen on labelled questions (`fusion_curve`, `choose`), on one half of
-them, and judged on the other.
+The weight is chosen on labelled questions, on one half of them, and judged on the other
+(`raglab.evaluation.tuning`: `fusion_curve`, `choose`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from raglab.records import Chunk, Hit, Principal
-from raglab.retrieve.retrieval import CANDIDATES_PER_RANKER, RRF_K
+from raglab.records import Chunk, Hit
 from raglab.validation import check_int, check_number
 
-if TYPE_CHECKING:
-    from raglab.evaluation.runner import Question
+RRF_K = 60
+"""The constant in 1 / (k + rank) from Cormack, Clarke & Büttcher (SIGIR 2009): it damps
+the head of each list so one ranker's first place cannot outvote agreement lower down."""
+
+CANDIDATES_PER_RANKER = 4
+"""Hybrid search asks each ranker for k * 4 candidates, so a chunk ranked just below k by
+one ranker can still be rescued by the other."""
 
 FUSIONS = ("rrf", "minmax")
 """The ways `Fusion` combines the two rankings."""
 
-WEIGHTS = tuple(i / 10 for i in range(11))
-"""The dense weights a fusion curve tries: 0 (keyword alone) to 1 (dense alone)."""
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[Hit]], k: int, *, rrf_k: int = RRF_K
+) -> list[Hit]:
+    """Fuse rankings: each chunk scores sum(1 / (rrf_k + rank)) over the lists it is in.
+
+    Ranks start at 1. Ties are broken by chunk id, so the fusion is deterministic.
+
+    >>> from raglab.records import Chunk, Hit
+    >>> a, b = Chunk("a.md", 0, "x", 0, 1), Chunk("b.md", 0, "y", 0, 1)
+    >>> [h.chunk.doc_id for h in reciprocal_rank_fusion([[Hit(a, 9)], [Hit(b, 5), Hit(a, 1)]], 2)]
+    ['a.md', 'b.md']
+    """
+    k = check_int("k", k, minimum=1)
+    rrf_k = check_int("rrf_k", rrf_k, minimum=0)
+    fused: dict[str, float] = {}
+    chunks: dict[str, Chunk] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            fused[hit.chunk.id] = fused.get(hit.chunk.id, 0.0) + 1.0 / (rrf_k + rank)
+            chunks[hit.chunk.id] = hit.chunk
+    order = sorted(fused, key=lambda chunk_id: (-fused[chunk_id], chunk_id))
+    return [Hit(chunks[chunk_id], fused[chunk_id]) for chunk_id in order[:k]]
 
 
 def _fuse(scores: Sequence[dict[str, float]], chunks: dict[str, Chunk], k: int) -> list[Hit]:
@@ -163,15 +188,12 @@ def default_fusion(embedder_name: str) -> Fusion:
       questions (held out: 0.946 against 0.839 and 0.933). Plain RRF beat both halves too
       but stayed below 0.70 on the benchmark (0.689, 0.693): rank fusion throws away how
       far ahead a confident MiniLM hit is, score fusion keeps it.
-    Your own labelled questions decide better than any default: `fusion_curve`, `choose`.
+    Your own labelled questions decide better than any default (`raglab.evaluation.tuning`).
 
     >>> default_fusion("hashing") == KEYWORD_LED, default_fusion("minilm") == SCORE_LED
     (True, True)
     """
     return KEYWORD_LED if embedder_name in LEXICAL_EMBEDDERS else SCORE_LED
-
-
-# --- choosing the weight on labelled questions -------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,75 +202,3 @@ class Rankings:
 
     dense: tuple[Hit, ...]
     keyword: tuple[Hit, ...]
-
-
-RetrieverLike = Callable[[str, Principal, int], Sequence[Hit]]
-
-
-def collect_rankings(
-    dense: RetrieverLike, keyword: RetrieverLike, questions: Sequence[Question], *, depth: int
-) -> dict[str, Rankings]:
-    """Each question's two rankings, `depth` deep, searched as its own user, keyed by id.
-
-    Searching once and fusing many times is what makes a curve quick: an exact top-d is
-    the first d of a deeper top-D, so `fused_search` cuts these lists instead of searching.
-    """
-    depth = check_int("depth", depth, minimum=1)
-    out = {}
-    for q in questions:
-        principal = q.asker
-        out[q.id] = Rankings(
-            tuple(dense(q.question, principal, depth)), tuple(keyword(q.question, principal, depth))
-        )
-    return out
-
-
-def fused_search(
-    rankings: dict[str, Rankings], fusion: Fusion
-) -> Callable[[Question, int], list[Hit]]:
-    """An `evaluate` search that fuses the stored rankings as hybrid search would, k * 4 deep."""
-
-    def search(q: Question, k: int) -> list[Hit]:
-        r = rankings[q.id]
-        depth = k * CANDIDATES_PER_RANKER
-        return fusion.fuse(r.dense[:depth], r.keyword[:depth], k)
-
-    return search
-
-
-@dataclass(frozen=True, slots=True)
-class CurvePoint:
-    """nDCG@10 of one fusion over a question set."""
-
-    fusion: Fusion
-    ndcg_at_10: float
-
-
-def fusion_curve(
-    rankings: dict[str, Rankings],
-    questions: Sequence[Question],
-    *,
-    method: str = "rrf",
-    weights: Sequence[float] = WEIGHTS,
-) -> list[CurvePoint]:
-    """nDCG@10 over `questions` for each dense weight in `weights`."""
-    from raglab.evaluation.runner import evaluate  # the runner: loaded only to draw a curve
-
-    points = []
-    for w in weights:
-        fusion = Fusion(method, w)
-        report = evaluate(questions, search=fused_search(rankings, fusion), k=5)
-        points.append(CurvePoint(fusion, report.ndcg_at_10 or 0.0))
-    return points
-
-
-def choose(points: Sequence[CurvePoint]) -> Fusion:
-    """The fusion with the best nDCG@10; on a tie, the weight nearest 0.5 (the least extreme).
-
-    The ends (w = 0 and 1) are the single rankers, so the choice never loses to the better
-    of them on the questions it was chosen on; held-out questions say whether that lasts.
-    """
-    if not points:
-        raise ValueError("points is empty: there is no fusion to choose from")
-    best = max(points, key=lambda p: (round(p.ndcg_at_10, 9), -abs(p.fusion.dense_weight - 0.5)))
-    return best.fusion

@@ -11,9 +11,10 @@ asker may read (so no other tenant's vocabulary can steer, or show through, a re
   question, its content words, the expanded question — and fuse the rankings by RRF, so
   no single rewrite decides alone.
 
-With a language model (`LLMRewriter`, through `raglab.generate.openai_http`), the model writes the
+With a language model (`raglab.generate.llm_rewrite.LLMRewriter`), the model writes the
 rewrites, and HyDE adds a passage the model imagines as the answer, searched as a query.
-The model sees only the question, never the documents.
+The model sees only the question, never the documents. The query path searches each
+rewrite and fuses the rankings (`raglab.query`).
 
 Where it hurts: an expansion drawn from wrong feedback drifts away from the question
 (a question whose first hits are off topic gets off-topic words), and exact terms (error
@@ -29,20 +30,14 @@ codes, SKUs) gain nothing from synonyms while their rankings get diluted.
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
-from raglab.records import Chunk, Hit, Principal
-from raglab.store.versions import current_chunks
+from raglab.records import Chunk
 from raglab.text import STOPWORDS, tokenize
 from raglab.validation import check_int
-
-if TYPE_CHECKING:
-    from raglab.generate.generation import Generator
-    from raglab.retrieve.retrieval import Retriever
 
 FEEDBACK_CHUNKS = 5
 """Chunks assumed relevant for feedback: enough to outvote one off-topic hit, few enough
@@ -112,11 +107,12 @@ class Rewriter(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class QueryExpansion:
-    """How a retriever transforms a question (`raglab.retrieve.retrieval.Retriever.expansion`).
+    """How the query path transforms a question (`raglab.query.Retriever.expansion`).
 
-    `mode` "expand": search with the question plus `n_terms` feedback terms. "multi":
-    search with the question, its content words and the expanded question (and, with a
-    `rewriter`, its rewrites too) and fuse the rankings by reciprocal rank fusion.
+    `mode` "expand": search with the question plus `n_terms` feedback terms, drawn from
+    its first `feedback` hits. "multi": search with the question, its content words and the
+    expanded question (and, with a `rewriter`, its rewrites too) and fuse the rankings by
+    reciprocal rank fusion.
     """
 
     mode: str = "multi"
@@ -132,85 +128,16 @@ class QueryExpansion:
         check_int("n_terms", self.n_terms, minimum=0)
         check_int("feedback", self.feedback, minimum=1)
 
-    def queries(self, question: str, retriever: Retriever, principal: Principal) -> list[str]:
-        """The queries searched for `question`, the question itself first, without repeats."""
-        readable = current_chunks(retriever.store, principal)
-        top = retriever.search(question, principal, self.feedback)  # by its own method
-        terms = feedback_terms(question, [hit.chunk for hit in top], readable, n_terms=self.n_terms)
+    def queries(self, question: str, terms: Sequence[str]) -> list[str]:
+        """The queries searched for `question`, given its feedback `terms`: the question
+        itself first (in "multi" mode), without repeats.
+
+        >>> QueryExpansion().queries("What is the refund window?", ["days"])
+        ['What is the refund window?', 'refund window', 'What is the refund window? days']
+        """
         if self.mode == "expand":
             return [expanded(question, terms)]
         found = [question, " ".join(content_words(question)), expanded(question, terms)]
         if self.rewriter is not None:
             found += self.rewriter.rewrites(question)
         return list(dict.fromkeys(query for query in found if query.strip()))
-
-    def search(
-        self, retriever: Retriever, question: str, principal: Principal, k: int
-    ) -> list[Hit]:
-        """The top-k hits for the transformed question; `retriever` searches each query."""
-        from raglab.retrieve.retrieval import CANDIDATES_PER_RANKER, reciprocal_rank_fusion
-
-        plain = replace(retriever, expansion=None)
-        queries = self.queries(question, plain, principal)
-        if len(queries) == 1:
-            return plain.search(queries[0], principal, k)
-        depth = k * CANDIDATES_PER_RANKER
-        return reciprocal_rank_fusion([plain.search(q, principal, depth) for q in queries], k)
-
-
-# ---------------------------------------------------------------------------- with a model
-
-MAX_QUERY_CHARS = 1000
-"""The longest rewrite used: a model that rambles cannot make a query of a whole page."""
-
-REWRITE_INSTRUCTIONS = (
-    "You rewrite search questions. Reply with {n} different rewrites of the user's question, "
-    "one per line, no numbering, no commentary. Use other words a policy or manual might use."
-)
-HYDE_INSTRUCTIONS = (
-    "Write one short paragraph, as it might appear in a company handbook or product manual, "
-    "that answers the user's question. Plain text, no preamble."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class LLMRewriter:
-    """Rewrites (and a HyDE passage) written by a language model (`raglab.generate.generation.Generator`).
-
-    `n` rewrites are asked for; `hyde` adds the model's imagined answer as one more query
-    (Gao et al. 2022: it reads like the documents, so it lands near them). Only the
-    question is sent. At most `n` lines are used, each cut to `MAX_QUERY_CHARS`.
-    """
-
-    generator: Generator
-    n: int = 3
-    hyde: bool = False
-
-    def rewrites(self, question: str) -> list[str]:
-        lines = self._ask(REWRITE_INSTRUCTIONS.format(n=self.n), question).splitlines()
-        found = [line.strip(" -*\t0123456789.)") for line in lines]
-        queries = [line[:MAX_QUERY_CHARS] for line in found if line][: self.n]
-        if self.hyde:
-            queries.append(self._ask(HYDE_INSTRUCTIONS, question).strip()[:MAX_QUERY_CHARS])
-        return queries
-
-    def _ask(self, instructions: str, question: str) -> str:
-        from raglab.generate.prompting import Prompt
-
-        prompt = Prompt(question, (), instructions, question, boundary="")
-        return self.generator.generate(prompt)
-
-
-def rewriter_from_env(*, hyde: bool = False) -> LLMRewriter | None:
-    """An `LLMRewriter` for the server in RAGLAB_LLM_URL (model RAGLAB_LLM_MODEL, key
-    RAGLAB_API_KEY), or None when RAGLAB_LLM_URL is not set: offline, rules only."""
-    url = os.environ.get("RAGLAB_LLM_URL")
-    if not url:
-        return None
-    from raglab.generate.openai_http import OpenAIChatGenerator
-
-    model = os.environ.get("RAGLAB_LLM_MODEL", "")
-    if not model:
-        raise ValueError("RAGLAB_LLM_URL is set but RAGLAB_LLM_MODEL is not: name the model")
-    generator = OpenAIChatGenerator(url, model, os.environ.get("RAGLAB_API_KEY"))
-    return LLMRewriter(generator, hyde=hyde)

@@ -5,31 +5,29 @@ more of them — the question's words in the chunk's title, how many of its term
 holds and how close together — and keeps the best k. Offline, the second look is a learned
 linear model (learning to rank, pointwise): one row of `FEATURES` per (question, chunk), a
 logistic regression fitted on one half of the labelled questions to tell chunks of a
-relevant document from the rest (`fit_reranker`, scikit-learn), judged on the other half.
-Its weights ship as numbers in `rerank_weights.json`, so ranking needs no scikit-learn.
+relevant document from the rest (`raglab.evaluation.tuning.fit_reranker`, scikit-learn),
+judged on the other half. Its weights ship as numbers in `rerank_weights.json`, so
+ranking needs no scikit-learn.
 
-Every reranker has one verb, `rerank(question, candidates, k)`; an LLM can play the part
-too (`raglab.retrieve.llm_rerank`).
+Every reranker has one verb, `rerank(question, candidates, k)`; a language model can play
+the part too (`raglab.generate.llm_rerank`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from raglab.records import Hit
+from raglab.retrieve.fusion import Fusion, Rankings
 from raglab.text import content_stems, stem, tokenize
 from raglab.validation import check_int
-
-if TYPE_CHECKING:  # annotations only: an ask need not load the evaluation runner
-    from raglab.evaluation.runner import Question
-    from raglab.retrieve.fusion import Fusion, Rankings
 
 __all__ = [
     "DEPTH",
@@ -40,12 +38,9 @@ __all__ = [
     "candidates",
     "default_reranker",
     "features",
-    "fit_reranker",
     "load_reranker",
     "proximity",
-    "reranked_search",
     "shortest_span",
-    "training_rows",
 ]
 
 DEPTH = 30
@@ -79,7 +74,7 @@ class Candidate:
 
 
 class Reranker(Protocol):
-    """Reorders candidates for a question and keeps the best k."""
+    """Reorders candidates for a question and keeps the best k (>= 1: the query plan's)."""
 
     def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Hit]: ...
 
@@ -213,7 +208,6 @@ class LinearReranker:
         return x @ np.array(self.weights)
 
     def rerank(self, question: str, cands: Sequence[Candidate], k: int) -> list[Hit]:
-        k = check_int("k", k, minimum=1)
         scores = self.scores(question, cands)
         # subtle: a stable sort keeps the fused order among equal scores (deterministic).
         order = sorted(range(len(cands)), key=lambda i: -scores[i])
@@ -227,35 +221,6 @@ class LinearReranker:
             "mean": [round(m, 6) for m in self.mean],
             "scale": [round(s, 6) for s in self.scale],
         }
-
-
-def fit_reranker(
-    x: np.ndarray, relevant: Sequence[bool], *, profile: str = "", c: float = 1.0
-) -> LinearReranker:
-    """A logistic regression (scikit-learn) telling relevant candidates from the rest.
-
-    `x`: one row of `features` per candidate, over many questions; `relevant[i]`: whether
-    row i's chunk belongs to a relevant document. Classes are balanced (few candidates are
-    relevant), and only the weights matter for ranking: the intercept is dropped.
-    """
-    from sklearn.linear_model import LogisticRegression  # heavy: loaded only to fit
-
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(relevant, dtype=bool)
-    if x.ndim != 2 or x.shape != (len(y), len(FEATURES)):
-        raise ValueError(f"x must have shape (len(relevant), {len(FEATURES)}), got {x.shape}")
-    if y.all() or not y.any():
-        raise ValueError("relevant must hold both True and False: nothing to tell apart")
-    mean = x.mean(axis=0)
-    scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=1000)
-    model.fit((x - mean) / scale, y)
-    return LinearReranker(
-        tuple(float(w) for w in model.coef_[0]),
-        tuple(mean.tolist()),
-        tuple(scale.tolist()),
-        profile,
-    )
 
 
 @cache
@@ -279,46 +244,12 @@ def load_reranker(profile: str) -> LinearReranker:
     )
 
 
-# --- on labelled questions -----------------------------------------------------------------
-
-
-def reranked_search(
-    rankings: dict[str, Rankings], fusion: Fusion, reranker: Reranker, *, depth: int = DEPTH
-) -> Callable[[Question, int], list[Hit]]:
-    """An `evaluate` search: the top `depth` fused candidates of each question, reranked."""
-
-    def search(q: Question, k: int) -> list[Hit]:
-        found = candidates(rankings[q.id], fusion, max(depth, k))
-        return reranker.rerank(q.question, found, k)
-
-    return search
-
-
-def training_rows(
-    rankings: dict[str, Rankings],
-    questions: Sequence[Question],
-    fusion: Fusion,
-    *,
-    depth: int = DEPTH,
-) -> tuple[np.ndarray, list[bool]]:
-    """Features and labels of every candidate of the answerable questions (for `fit_reranker`)."""
-    blocks, labels = [], []
-    for q in questions:
-        if not (q.answerable and q.relevant_docs):
-            continue
-        found = candidates(rankings[q.id], fusion, depth)
-        blocks.append(features(q.question, found))
-        labels += [c.hit.chunk.doc_id in q.relevant_docs for c in found]
-    x = np.vstack(blocks) if blocks else np.zeros((0, len(FEATURES)))
-    return x, labels
-
-
 def default_reranker(profile: str) -> LinearReranker | None:
     """The shipped reranker for `profile` if its held-out figures let it on, else None.
 
     `scripts/fit_rerank.py` enables a reranker only when, on the questions it was not
-    fitted on, it lowers none of nDCG@10, MRR@5, recall@5, answered with a relevant
-    citation and abstention (a reranker must never make things worse, answers included)
+    fitted on (`raglab.evaluation.tuning`), it lowers none of nDCG@10, MRR@5, recall@5,
+    answered with a relevant citation and abstention (a reranker must never make things worse, answers included)
     and its nDCG@10 gain is shown to be real (its paired bootstrap interval lies above 0):
     a change that is only noise is not worth its cost.
     """

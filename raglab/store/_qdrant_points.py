@@ -18,7 +18,7 @@ import numpy as np
 
 from raglab.ingest.stems import chunk_stems
 from raglab.records import Chunk, DocRecord, Principal
-from raglab.store.stores import StoreError
+from raglab.store.errors import StoreError
 
 INSTALL_HINT = "pip install raglab[qdrant]"
 

@@ -19,25 +19,23 @@ user only ever sees chunks of their own groups, but the tenant's fit is learned 
 of its chunks, so a document restricted to "hr" shapes the space in which every user of
 the tenant is scored: it can move their scores, never what they may read. BM25 has no
 such limit, since it is fitted at query time on the principal's readable chunks alone
-(`raglab.retrieve.retrieval`).
+(`raglab.store.keyword`, or the SQLite store's postings per access partition).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.records import Chunk, DocRecord, Document
-from raglab.store.stores import (
-    EmbedderMismatch,
-    SyncReport,
-    VectorStore,
-    _checked_meta,
-)
+from raglab.store.errors import EmbedderMismatch
+from raglab.store.protocol import VectorStore
 from raglab.store.versions import supersession
+from raglab.store.writes import checked_meta
 
 
 def tenant_embedder(
@@ -115,6 +113,29 @@ def _fit(embedder: Any, tenant: str, texts: Sequence[str]) -> Embedder:
 # ---------------------------------------------------------------------------- sync
 
 
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What `sync` did, by document id (each tuple sorted).
+
+    `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
+    fit, see the module docstring). `embedded` counts the chunks written with a new vector;
+    `reused` says how many of them took a vector already in the store (same text, same
+    model) instead of calling the embedder; `rebuilt` says why unchanged documents were
+    re-indexed too ("" when only changed documents were); `chunker`, the params of the
+    chunker that cut them (`Chunker.params()`).
+    """
+
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    removed: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    embedder: Embedder
+    embedded: int = 0
+    rebuilt: str = ""
+    reused: int = 0
+    chunker: Mapping[str, object] = field(default_factory=dict)
+
+
 class _Chunker(Protocol):
     def split(self, doc: Document) -> list[Chunk]: ...
 
@@ -147,7 +168,7 @@ def sync(
     """
     docs = _unique_documents(documents)
     stored, meta = store.documents(), store.meta
-    params = _checked_meta({"chunker": chunker.params()}, {})["chunker"]
+    params = checked_meta({"chunker": chunker.params()}, {})["chunker"]
     _refuse_other_embedder(store, meta, embedder)
     split: dict[str, list[Chunk]] = {}
     fits: dict[str, Embedder] = {}  # tenant -> its fit; stays empty unless fittable
@@ -199,6 +220,7 @@ def sync(
         len(chunks),
         everything or _refit_reason(refitted),
         reused,
+        chunker.params(),
     )
 
 

@@ -21,7 +21,7 @@ Keyword search in the server. Each chunk's point holds a sparse vector, `SPARSE`
   over the readable points only: another tenant's chunks change no score.
 
 Hybrid in the server: one query, a dense and a sparse prefetch (each k * 4 deep, as
-`raglab.retrieve.retrieval`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
+`raglab.query`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
 raglab's `RRF_K` + 1: the same 1 / (60 + rank). Equal scores are put in raglab's order.
 
 Decision, by `benchmarks/bench_qdrant.py` (`benchmarks/results/qdrant.json`; sample corpus,
@@ -52,10 +52,19 @@ from typing import Any
 import numpy as np
 
 from raglab.records import Chunk, Hit
+from raglab.retrieve._fast import top_k  # the reference's answer, faster
 from raglab.retrieve.bm25 import BM25, term_saturation
-from raglab.retrieve.retrieval import CANDIDATES_PER_RANKER, RRF_K
+from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, RRF_K
+from raglab.retrieve.vectors import normalise
 from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
-from raglab.store._qdrant_points import chunk_point, from_payload, qdrant
+from raglab.store._qdrant_points import (
+    chunk_point,
+    dense,
+    field_is,
+    from_payload,
+    qdrant,
+    store_order,
+)
 from raglab.text import stable_hash, tokenize
 
 KEYWORD_MODES = ("exact", "server")
@@ -206,10 +215,56 @@ def dense_candidates(
     return candidates(fetch, k)
 
 
-def keyword_hits(
-    client: Any, collection: str, question: str, readable: Any, k: int, min_score: float
+def dense_hits(
+    client: Any, collection: str, query: np.ndarray, shown: Any, k: int, exact: bool
 ) -> list[Hit]:
-    """The top-k chunks by BM25 in the server, among those `readable` lets through."""
+    """The top-k chunks `shown` lets through by cosine, ranked as every store ranks:
+    Qdrant picks the candidates (`dense_candidates`), `raglab.retrieve.vectors.top_k`
+    scores them in store order, so ties go as in the other stores."""
+    points = dense_candidates(client, collection, normalise(query), shown, k, exact)
+    if not points:
+        return []
+    # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
+    pairs = sorted(
+        ((from_payload(Chunk, p.payload), dense(p.vector)) for p in points),
+        key=lambda c: store_order(c[0]),
+    )
+    rows = np.array([vector for _, vector in pairs], dtype=np.float32)
+    positions, scores = top_k(query, rows, k, normalised=True)
+    return [Hit(pairs[p][0], float(s)) for p, s in zip(positions, scores)]
+
+
+def counted_stems(
+    client: Any, collection: str, readable: Any, stems: Iterable[str]
+) -> frozenset[str]:
+    """Those of `stems` that a point `readable` lets through holds (in its "stems" payload):
+    one count a stem, the access filter inside it."""
+    if not client.collection_exists(collection):
+        return frozenset()
+    models = qdrant().models
+    return frozenset(
+        stem
+        for stem in sorted(set(stems))
+        if client.count(
+            collection,
+            count_filter=models.Filter(must=[readable, field_is("stems", stem)]),
+            exact=True,
+        ).count
+    )
+
+
+def keyword_hits(
+    client: Any,
+    collection: str,
+    question: str,
+    k: int,
+    min_score: float,
+    *,
+    readable: Any,
+    shown: Any,
+) -> list[Hit]:
+    """The top-k chunks by BM25 in the server, among those `shown` lets through; idf is
+    counted over `readable`, as raglab fits BM25 on the chunks the asker may read."""
     query = query_vector(question)
     if query is None or not client.collection_exists(collection):
         return []
@@ -220,7 +275,7 @@ def keyword_hits(
             collection,
             query=query,
             using=SPARSE,
-            query_filter=readable,  # access decided inside the query, before scoring
+            query_filter=shown,  # access and versions decided inside the query, before scoring
             search_params=models.SearchParams(idf=models.IdfCorpusParams(corpus=readable)),
             limit=limit,
             with_payload=True,

@@ -17,67 +17,60 @@ than k, and more while the last still ties with the k-th); they are put in store
 scores. On a server, HNSW search is approximate (`exact=True` asks for exact search).
 
 Keyword search: each chunk also holds a BM25 sparse vector. By default (`keyword="exact"`)
-`raglab.retrieve.retrieval` still fits BM25 on the asker's readable chunks, for scores identical to
-the other stores'; `keyword="server"` ranks in Qdrant instead (`raglab.store.qdrant_search`, which
-says why that is not the default).
+BM25 is still fitted here on the asker's readable chunks (`raglab.store.keyword`), for
+scores identical to the other stores'; `keyword="server"` ranks in Qdrant instead
+(`raglab.store.qdrant_search`, which says why that is not the default).
 
 Qdrant has no transactions, so a transaction holds its writes back and applies them at
-its end. Subtle: the settings point first lists every document about to change (the
-*journal*); a journalled document is left out of every read and search until the last
-write clears the journal. A crash leaves those documents missing, never half-written,
-and the next `raglab index` re-adds them.
+its end, under a journal (`raglab.store.qdrant_commit`): a crash leaves the documents it
+was changing missing, never half-written, and the next `raglab index` re-adds them.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Principal
-from raglab.retrieve._fast import top_k  # the reference's answer, faster
 from raglab.retrieve.vectors import normalise
 from raglab.store._qdrant_points import (
     META_ID,
     connect,
-    create_chunk_collection,
-    delete_documents,
     dense,
     field_is,
     from_payload,
     meta_point,
-    point,
     qdrant,
     readable_filter,
     scroll,
     store_order,
     upsert,
 )
-from raglab.store.access import AccessIndex
+from raglab.store.eligibility import Eligibility
+from raglab.store.errors import StoreError
+from raglab.store.keyword import ChunkKeywords
+from raglab.store.protocol import META_KEYS
+from raglab.store.qdrant_commit import Pending, commit
 from raglab.store.qdrant_search import (
     KEYWORD_MODES,
-    SPARSE_FIELDS,
-    chunk_points,
-    dense_candidates,
+    counted_stems,
+    dense_hits,
     hybrid_hits,
     keyword_hits,
-    rewrite_stale,
 )
-from raglab.store.stores import (
-    META_KEYS,
-    StoreError,
-    _check_dim,
-    _checked_meta,
-    _checked_query,
-    _dim_from_meta,
-    _empty_meta,
-    _prepare_documents,
-    _StoredDocument,
+from raglab.store.snapshot import checked_query
+from raglab.store.versions import hidden_from
+from raglab.store.writes import (
+    check_dim,
+    checked_meta,
+    dim_from_meta,
+    empty_meta,
+    prepare_documents,
 )
 from raglab.validation import check_int
 
@@ -85,16 +78,6 @@ FORMAT = "raglab-index"
 SCHEMA_VERSION = 3
 """Bumped whenever the points change (2: each chunk has a BM25 sparse vector; 3: and its
 content stems); an index of another version is refused."""
-
-
-@dataclass
-class _Pending:
-    """Writes held back by an open transaction, applied when it ends."""
-
-    dim: int | None
-    meta: dict[str, Any]
-    deleted: set[str] = field(default_factory=set)
-    added: dict[str, _StoredDocument] = field(default_factory=dict)
 
 
 class QdrantStore:
@@ -119,9 +102,9 @@ class QdrantStore:
         self.keyword = keyword
         self._client = client
         self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
-        self._pending: _Pending | None = None
+        self._pending: Pending | None = None
         self._depth = 0
-        self._listing: tuple[str, list[Chunk], AccessIndex] | None = None  # see chunks()
+        self._listed: tuple[str, ChunkKeywords] | None = None  # see _listing()
 
     def __repr__(self) -> str:
         return f"QdrantStore({self.path!r}, dim={self.dim}, chunks={len(self)})"
@@ -136,7 +119,7 @@ class QdrantStore:
         if client.collection_exists(store._records_name):
             store.close()
             raise StoreError(f"{where} already exists; open it, or remove it first")
-        store._create(_check_dim(dim))
+        store._create(check_dim(dim))
         return store
 
     @classmethod
@@ -151,7 +134,7 @@ class QdrantStore:
         """An existing index; `StoreError` if it is missing or not a raglab index.
 
         `keyword="server"` ranks by keyword in Qdrant (`keyword_search`; see
-        `raglab.store.qdrant_search`); "exact", the default, leaves BM25 to `raglab.retrieve.retrieval`.
+        `raglab.store.qdrant_search`); "exact", the default, fits BM25 here, as every store.
         """
         client, name, where = connect(path, url, must_exist=True)
         store = cls(client, name, where, exact=exact, keyword=keyword)
@@ -200,7 +183,7 @@ class QdrantStore:
 
     def _create(self, dim: int | None) -> None:
         self._client.create_collection(self._records_name, vectors_config={})
-        self._write_meta({**_empty_meta(), "dim": dim, "journal": []})
+        self._write_meta({**empty_meta(), "dim": dim, "journal": []})
 
     # -- reading (committed state only)
 
@@ -229,18 +212,15 @@ class QdrantStore:
         return {r.id: r for r in sorted(records, key=lambda r: r.id) if r.id not in journal}
 
     def chunks(self, principal: Principal | None = None) -> list[Chunk]:
-        """Every chunk in store order (document id, then chunk index), or those `principal` may read.
+        """Every chunk in store order (document id, then chunk index), or those `principal` is
+        answered from (readable, not superseded for them: `raglab.store.eligibility`).
 
-        What BM25 and a fitted embedder need; read once per version of the index and kept,
-        as the SQLite store does (a search never needs them: Qdrant filters and scores).
-        """
-        meta = self._read_meta()
-        if self._listing is None or self._listing[0] != meta.get("generation"):
-            self._listing = (meta.get("generation"), *self._read_chunks(meta))
-        _, chunks, access = self._listing
+        What exact BM25 and a fitted embedder need (a search never needs them: Qdrant
+        filters and scores)."""
+        eligibility = self._listing().eligibility
         if principal is None:
-            return list(chunks)
-        return [chunks[row] for row in access.eligible_rows(principal)]
+            return list(eligibility.chunks)
+        return [eligibility.chunks[row] for row in eligibility.rows(principal)]
 
     def vectors(self) -> np.ndarray:
         """Every vector in store order, one read-only row per chunk of `chunks()`.
@@ -259,89 +239,79 @@ class QdrantStore:
         matrix.flags.writeable = False
         return matrix
 
-    @property
-    def keyword_search(self) -> Callable[..., list[Hit]] | None:
-        """BM25 in the server when opened with `keyword="server"`, else None: then
-        `raglab.retrieve.retrieval` fits BM25 itself on the asker's readable chunks (exact)."""
-        return self._keyword_search if self.keyword == "server" else None
-
-    @property
-    def known_stems(self) -> Callable[[Principal, Iterable[str]], frozenset[str]] | None:
-        """With `keyword="server"`, the answerer's vocabulary lookup (`_known_stems`), so a
-        cold ask reads no chunk beyond its hits; else None: the answerer then collects the
-        words of `chunks(principal)`, which exact BM25 has read already."""
-        return self._known_stems if self.keyword == "server" else None
-
-    def _known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
-        """Those of the content `stems` that a chunk `principal` may read uses: one count a
-        stem, the access filter inside it (`raglab.generate.abstention.vocabulary`, in the server)."""
-        models = qdrant().models
-        if not self._client.collection_exists(self._chunks_name):
-            return frozenset()
-        readable = readable_filter(principal, self._read_meta()["journal"])
-        return frozenset(
-            stem
-            for stem in sorted(set(stems))
-            if self._client.count(
-                self._chunks_name,
-                count_filter=models.Filter(must=[readable, field_is("stems", stem)]),
-                exact=True,
-            ).count
-        )
-
-    def _keyword_search(
+    def keyword_search(
         self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
     ) -> list[Hit]:
-        """The top-k chunks by BM25 in Qdrant, among those `principal` may read."""
+        """The top-k chunks `principal` is answered from by BM25, scoring above `min_score`.
+
+        `keyword="exact"` (the default): BM25 fitted here on the chunks `principal` may read
+        (`raglab.store.keyword`), scores identical to the other stores'. "server": ranked in
+        Qdrant by sparse vectors (`raglab.store.qdrant_search` says how, and why it is not
+        the default)."""
         k = check_int("k", k, minimum=1)
+        if self.keyword == "exact":
+            return self._listing().search(question, principal, k, min_score=min_score)
+        _, readable, shown = self._filters(principal)
+        where = {"readable": readable, "shown": shown}
+        return keyword_hits(self._client, self._chunks_name, question, k, min_score, **where)
+
+    def known_stems(self, principal: Principal, stems: Iterable[str]) -> frozenset[str]:
+        """Those of the content `stems` that a chunk `principal` may read uses.
+
+        With `keyword="server"`, one count a stem in Qdrant, the access filter inside it, so
+        a cold ask reads no chunk beyond its hits; "exact" has read the asker's chunks for
+        BM25 already, and looks the stems up in them."""
+        if self.keyword == "exact":
+            return self._listing().known_stems(principal, stems)
         readable = readable_filter(principal, self._read_meta()["journal"])
-        return keyword_hits(self._client, self._chunks_name, question, readable, k, min_score)
+        return counted_stems(self._client, self._chunks_name, readable, stems)
 
     def hybrid_search(
         self, query: np.ndarray, question: str, principal: Principal, k: int
     ) -> list[Hit]:
         """The top-k chunks by dense and BM25 rankings fused with RRF in one Qdrant query,
         among the chunks `principal` may read, less the documents hidden from them."""
-        from raglab.store.versions import hidden_doc_ids  # it imports the stores
-
         k = check_int("k", k, minimum=1)
-        meta = self._read_meta()
-        q = normalise(_checked_query(query, meta["dim"]))
-        readable = readable_filter(principal, meta["journal"])
-        shown = readable_filter(principal, [*meta["journal"], *hidden_doc_ids(self, principal)])
+        meta, readable, shown = self._filters(principal)
+        q = normalise(checked_query(query, meta["dim"]))
         where = {"readable": readable, "shown": shown, "exact": self.exact}
         return hybrid_hits(self._client, self._chunks_name, q, question, k, **where)
 
-    def _read_chunks(self, meta: dict[str, Any]) -> tuple[list[Chunk], AccessIndex]:
-        if not self._client.collection_exists(self._chunks_name):
-            return [], AccessIndex([])
-        points = scroll(self._client, self._chunks_name, readable_filter(None, meta["journal"]))
-        chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
-        return chunks, AccessIndex(chunks)
+    def _listing(self) -> ChunkKeywords:
+        """Every chunk in store order, with who is answered from which (`eligibility`): read
+        once per version of the index and kept, as the SQLite store does."""
+        meta = self._read_meta()
+        if self._listed is None or self._listed[0] != meta.get("generation"):
+            chunks: list[Chunk] = []
+            if self._client.collection_exists(self._chunks_name):
+                every = readable_filter(None, meta["journal"])
+                points = scroll(self._client, self._chunks_name, every)
+                chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
+            eligibility = Eligibility(chunks, meta.get("superseded"), self.documents())
+            self._listed = (meta.get("generation"), ChunkKeywords(eligibility))
+        return self._listed[1]
+
+    def _filters(self, principal: Principal) -> tuple[dict[str, Any], Any, Any]:
+        """The settings, and two Qdrant filters: the chunks `principal` may read, and those
+        less the documents hidden from them (`raglab.store.versions`), which a search ranks.
+
+        The documents are read only when a document supersedes another."""
+        meta = self._read_meta()
+        superseded = meta.get("superseded")
+        hidden = hidden_from(principal, superseded, self.documents()) if superseded else ()
+        readable = readable_filter(principal, meta["journal"])
+        return meta, readable, readable_filter(principal, [*meta["journal"], *sorted(hidden)])
 
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
         """Qdrant finds the candidates among the chunks `principal` may read; raglab ranks them."""
         k = check_int("k", k, minimum=1)
-        meta = self._read_meta()
-        q = _checked_query(query, meta["dim"])
+        meta, _, shown = self._filters(principal)
+        q = checked_query(query, meta["dim"])
         if not self._client.collection_exists(self._chunks_name):
             return []
-        readable = readable_filter(principal, meta["journal"])
-        points = dense_candidates(
-            self._client, self._chunks_name, normalise(q), readable, k, self.exact
-        )
-        if not points:
-            return []
-        # Store order first, so that `top_k`'s tie rule (lower row first) is store order.
-        pairs = sorted(
-            ((from_payload(Chunk, p.payload), dense(p.vector)) for p in points),
-            key=lambda c: store_order(c[0]),
-        )
-        rows = np.array([vector for _, vector in pairs], dtype=np.float32)
-        positions, scores = top_k(q, rows, k, normalised=True)  # as `raglab.store.stores` scores
-        hits = [Hit(pairs[p][0], float(s)) for p, s in zip(positions, scores)]
+        hits = dense_hits(self._client, self._chunks_name, q, shown, k, self.exact)
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
 
     # -- writing
@@ -354,7 +324,7 @@ class QdrantStore:
             pending = self._writes()
             ids = {chunk.doc_id for chunk in chunks} | {record.id for record in documents}
             existing = (set(self.documents()) & (ids - pending.deleted)) | set(pending.added)
-            dim, stored = _prepare_documents(chunks, vectors, documents, pending.dim, existing)
+            dim, stored = prepare_documents(chunks, vectors, documents, pending.dim, existing)
             pending.dim = dim
             pending.added.update((doc.record.id, doc) for doc in stored)
 
@@ -371,8 +341,8 @@ class QdrantStore:
     def set_meta(self, meta: Mapping[str, Any]) -> None:
         with self.transaction():
             pending = self._writes()
-            updated = _checked_meta(meta, pending.meta)
-            pending.dim = _dim_from_meta(updated, pending.dim)
+            updated = checked_meta(meta, pending.meta)
+            pending.dim = dim_from_meta(updated, pending.dim)
             pending.meta = updated
 
     @contextmanager
@@ -381,7 +351,7 @@ class QdrantStore:
         on an exception they are dropped, and the index stays as it was."""
         if self._depth == 0:
             stored = self._read_meta()
-            self._pending = _Pending(stored["dim"], {key: stored.get(key) for key in META_KEYS})
+            self._pending = Pending(stored["dim"], {key: stored.get(key) for key in META_KEYS})
         self._depth += 1
         try:
             yield
@@ -393,38 +363,14 @@ class QdrantStore:
             self._depth -= 1
         if self._depth == 0:
             pending, self._pending = self._pending, None
-            if pending is not None:
-                self._commit(pending)
-
-    def _commit(self, pending: _Pending) -> None:
-        """Apply held-back writes; documents being changed stay hidden until the last write."""
-        journal = set(self._read_meta()["journal"])  # left by a commit that never finished
-        touched = pending.deleted | set(pending.added) | journal
-        settings = {**pending.meta, "dim": pending.dim}
-        if touched:
-            self._write_meta({**settings, "journal": sorted(touched)})
-        gone = sorted(pending.deleted | journal)
-        delete_documents(self._client, self._records_name, self._chunks_name, gone)
-        docs = [pending.added[doc_id] for doc_id in sorted(pending.added)]
-        if any(doc.chunks for doc in docs):
-            create_chunk_collection(self._client, self._chunks_name, pending.dim)
-        if self._client.collection_exists(self._chunks_name):
-            self._write_chunks(docs)
-        self._upsert(self._records_name, [point("document", doc.record) for doc in docs])
-        self._write_meta({**settings, "journal": []})
-
-    def _write_chunks(self, docs: list[_StoredDocument]) -> None:
-        """Upsert the chunks of `docs`, then rewrite the sparse vectors of the chunks kept
-        whose tenant's avgdl moved (`raglab.store.qdrant_search`)."""
-        kept = scroll(self._client, self._chunks_name, None, payload=list(SPARSE_FIELDS))
-        added = [(c, v) for doc in docs for c, v in zip(doc.chunks, doc.vectors)]
-        points, avgdl = chunk_points(added, kept)
-        self._upsert(self._chunks_name, points)
-        rewrite_stale(self._client, self._chunks_name, kept, avgdl)
+            if pending is not None:  # the journal may hold documents of a commit cut short
+                journal = self._read_meta()["journal"]
+                names = (self._records_name, self._chunks_name)
+                commit(self._client, names, pending, journal, self._write_meta)
 
     # -- internals
 
-    def _writes(self) -> _Pending:
+    def _writes(self) -> Pending:
         """The writes held back by the open transaction (each write opens one)."""
         if self._pending is None:
             raise RuntimeError("no transaction is open")
@@ -446,7 +392,7 @@ class QdrantStore:
     def _write_meta(self, values: Mapping[str, Any]) -> None:
         payload = {**values, "kind": "meta", "format": FORMAT, "schema_version": SCHEMA_VERSION}
         payload["generation"] = uuid.uuid4().hex  # new with every write: cached reads expire
-        self._upsert(self._records_name, [meta_point(payload)])
+        upsert(self._client, self._records_name, [meta_point(payload)])
 
     def _count_chunks(self, doc_id: str) -> int:
         """The chunks `doc_id` has in the index as committed (0 while it is journalled)."""
@@ -455,6 +401,3 @@ class QdrantStore:
             return 0
         of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
         return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
-
-    def _upsert(self, collection: str, points: list[Any]) -> None:
-        upsert(self._client, collection, points)

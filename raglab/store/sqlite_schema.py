@@ -1,6 +1,7 @@
-"""The SQLite index file's tables, and how a file is opened, checked and its errors reported.
+"""The SQLite index file's tables and rows, and how a file is opened, checked and its errors
+reported.
 
-Split from `raglab.store.sqlite_store`, which reads and writes the rows. Besides documents and
+Split from `raglab.store.sqlite_store`, which reads and writes through these. Besides documents and
 chunks, the file holds what a cold `raglab ask` needs without reading every chunk:
 BM25 postings per access partition (`raglab.store.sqlite_postings`) and the content stems each
 partition uses (`raglab.store.sqlite_stems`).
@@ -17,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from raglab.records import Chunk
-from raglab.store.stores import StoreError, _empty_meta
+from raglab.records import Chunk, DocRecord
+from raglab.store.errors import StoreError
+from raglab.store.writes import StoredDocument, empty_meta
 
 SCHEMA_VERSION = 3
 """Bumped whenever the tables change; a file with another version is refused, not guessed at.
@@ -133,6 +135,80 @@ def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
 
 REBUILD = "delete it and run raglab index again"
 
+BATCH = 500
+"""Values per `IN (...)` list: SQLite caps the parameters of one statement."""
+
+
+def read_documents(con: sqlite3.Connection) -> dict[str, DocRecord]:
+    """Document id -> record, sorted by id."""
+    rows = con.execute("SELECT id, version, hash, tenant, groups, title FROM documents ORDER BY id")
+    return {
+        doc_id: DocRecord(doc_id, version, hash_, tenant, tuple(json.loads(groups)), title)
+        for doc_id, version, hash_, tenant, groups, title in rows
+    }
+
+
+def insert_documents(con: sqlite3.Connection, stored: Sequence[StoredDocument]) -> range:
+    """Write the documents' records and their chunks' rows; returns the chunk ids given,
+    in the order of the documents' chunks (ids are never reused: see the chunks table)."""
+    con.executemany(
+        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (r.id, r.version, r.hash, r.tenant, json.dumps(list(r.groups)), r.title)
+            for r in (d.record for d in stored)
+        ],
+    )
+    pairs = [(c, v) for d in stored for c, v in zip(d.chunks, d.vectors)]
+    first = 1 + con.execute("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence").fetchone()[0]
+    ids = range(first, first + len(pairs))
+    marks = ", ".join("?" * 12)
+    con.executemany(
+        f"INSERT INTO chunks (id, {CHUNK_COLUMNS}) VALUES ({marks})",
+        [(i, *chunk_row(chunk, vector)) for i, (chunk, vector) in zip(ids, pairs)],
+    )
+    return ids
+
+
+def chunks_by_id(con: sqlite3.Connection, ids: np.ndarray) -> dict[int, Chunk]:
+    """The chunks with these ids, read a few hundred at a time."""
+    found: dict[int, Chunk] = {}
+    for start in range(0, len(ids), BATCH):
+        batch = ids[start : start + BATCH].tolist()
+        marks = ", ".join("?" * len(batch))
+        rows = con.execute(f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({marks})", batch)
+        found.update((row[0], chunk_of(row[1:])) for row in rows)
+    return found
+
+
+def chunk_ids_of(con: sqlite3.Connection, doc_ids: Sequence[str]) -> np.ndarray:
+    """The ids of the chunks of these documents (int64)."""
+    ids: list[int] = []
+    for start in range(0, len(doc_ids), BATCH):
+        batch = list(doc_ids[start : start + BATCH])
+        marks = ", ".join("?" * len(batch))
+        ids += [
+            row[0] for row in con.execute(f"SELECT id FROM chunks WHERE doc_id IN ({marks})", batch)
+        ]
+    return np.array(ids, dtype=np.int64)
+
+
+def every_chunk(
+    con: sqlite3.Connection, path: Path, dim: int
+) -> tuple[tuple[Chunk, ...], np.ndarray]:
+    """Every chunk in store order, and their vectors as one read-only float32 matrix."""
+    rows = con.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx").fetchall()
+    parsed: dict[str, tuple[str, ...]] = {}  # few distinct group lists: parse each once
+    chunks = tuple(chunk_of(row, parsed) for row in rows)
+    blob = b"".join(row[-1] for row in rows)
+    if len(blob) != len(rows) * dim * 4:
+        raise StoreError(
+            f"index file {str(path)!r} is corrupt (vector blobs do not match dim={dim}): {REBUILD}"
+        )
+    # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
+    matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
+    matrix.setflags(write=False)
+    return chunks, matrix
+
 
 def tables(con: sqlite3.Connection) -> set[str]:
     return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -140,7 +216,7 @@ def tables(con: sqlite3.Connection) -> set[str]:
 
 def create_schema(con: sqlite3.Connection, dim: int | None) -> None:
     """The tables and settings of a new index, written inside the caller's transaction."""
-    meta = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "dim": dim, **_empty_meta()}
+    meta = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "dim": dim, **empty_meta()}
     for statement in _SCHEMA.split(";"):  # not executescript: it would COMMIT the caller's BEGIN
         con.execute(statement)
     con.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])

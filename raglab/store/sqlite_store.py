@@ -1,6 +1,6 @@
 """The SQLite store: one index file holding documents, chunks, float32 vectors and settings.
 
-It returns the same hits as the in-memory store (`raglab.store.stores`), ties included; only
+It returns the same hits as the in-memory store (`raglab.store.memory`), ties included; only
 where the rows live differs. A search reads no more than it needs, so that a cold
 `raglab ask` does not grow with the corpus: dense search maps the vectors from a file
 beside the index (`raglab.store.sqlite_vectors`), keyword search reads the postings of the
@@ -22,44 +22,40 @@ from uuid import uuid4
 import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.store.errors import StoreError
+from raglab.store.protocol import META_KEYS
+
+# The reading path and the settings checks are shared with the memory store.
+from raglab.store.snapshot import Snapshot, SnapshotReads, checked_query
 from raglab.store.sqlite_postings import Postings, part_key
 from raglab.store.sqlite_schema import (
-    CHUNK_COLUMNS,
     LOCK_WAIT_SECONDS,
     READ_COLUMNS,
-    REBUILD,
     SCHEMA_VERSION,
     check_pages,
     check_schema,
+    chunk_ids_of,
     chunk_of,
-    chunk_row,
+    chunks_by_id,
     connect,
     create_schema,
+    every_chunk,
+    insert_documents,
+    read_documents,
     read_meta,
     sqlite_errors,
     tables,
 )
 from raglab.store.sqlite_stems import Stems
 from raglab.store.sqlite_vectors import VectorFile, change_counter, vector_file
-
-# The reading path and the settings checks are shared with the memory store.
-from raglab.store.stores import (
-    META_KEYS,
-    StoreError,
-    _check_dim,
-    _checked_meta,
-    _checked_query,
-    _dim_from_meta,
-    _prepare_documents,
-    _Snapshot,
-    _SnapshotReads,
-)
+from raglab.store.versions import hidden_from
+from raglab.store.writes import check_dim, checked_meta, dim_from_meta, prepare_documents
 from raglab.validation import check_int
 
 __all__ = ["LOCK_WAIT_SECONDS", "SCHEMA_VERSION", "SQLiteStore"]
 
 
-class SQLiteStore(_SnapshotReads):
+class SQLiteStore(SnapshotReads):
     """A store in one SQLite file: documents, chunks, float32 vectors and the index settings.
 
     Make one with `SQLiteStore.create(path)`, reopen it with `SQLiteStore.open(path)`;
@@ -75,7 +71,7 @@ class SQLiteStore(_SnapshotReads):
         self.path = path
         self._con = connection
         self._depth = 0  # transaction nesting: only the outermost one commits
-        self._snapshot: _Snapshot | None = None
+        self._snapshot: Snapshot | None = None
         self._data_version = -1
         self._postings = Postings(connection)
         self._stems = Stems(connection)
@@ -92,7 +88,7 @@ class SQLiteStore(_SnapshotReads):
     def create(cls, path: str | Path, *, dim: int | None = None) -> SQLiteStore:
         """A new, empty index file at `path` (refused if the file exists)."""
         path = Path(path)
-        dim = _check_dim(dim)
+        dim = check_dim(dim)
         if path.exists():
             raise StoreError(
                 f"index file {str(path)!r} already exists; open it, or remove it first"
@@ -139,7 +135,7 @@ class SQLiteStore(_SnapshotReads):
                     check_schema(con, path)
                     check_pages(con, path)
                 else:  # a new file, or one whose first build never finished
-                    create_schema(con, _check_dim(dim))
+                    create_schema(con, check_dim(dim))
             store = cls(con, path)
         except BaseException:
             con.close()
@@ -177,13 +173,8 @@ class SQLiteStore(_SnapshotReads):
         return self._run("SELECT COUNT(*) FROM chunks")[0][0]
 
     def documents(self) -> dict[str, DocRecord]:
-        rows = self._run(
-            "SELECT id, version, hash, tenant, groups, title FROM documents ORDER BY id"
-        )
-        return {
-            doc_id: DocRecord(doc_id, version, hash_, tenant, tuple(json.loads(groups)), title)
-            for doc_id, version, hash_, tenant, groups, title in rows
-        }
+        with sqlite_errors(self.path):
+            return read_documents(self._con)
 
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
@@ -192,10 +183,11 @@ class SQLiteStore(_SnapshotReads):
         if self._depth or not self._generation:  # inside a write: read the rows as they stand
             return super().search(query, principal, k, min_score=min_score)
         k = check_int("k", k, minimum=1)
-        q = _checked_query(query, self._dim)
+        q = checked_query(query, self._dim)
         with self._reading():  # one view of the file: no write lands between the reads
             parts = self._postings.readable_parts(principal)
-            _, ids, scores = self._vectors().search(q, set(parts), k)
+            hidden = self._hidden_chunk_ids(principal)
+            _, ids, scores = self._vectors().search(q, set(parts), k, hidden=hidden)
             chunks = self._chunks_by_id(ids)
         hits = [Hit(chunks[i], float(s)) for i, s in zip(ids.tolist(), scores, strict=True)]
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
@@ -203,8 +195,9 @@ class SQLiteStore(_SnapshotReads):
     def keyword_search(
         self, question: str, principal: Principal, k: int, *, min_score: float = 0.0
     ) -> list[Hit]:
-        """The top-k chunks by BM25 fitted on the chunks `principal` may read, scoring above
-        `min_score` (>= 0): the hits of `raglab.retrieve.bm25.BM25`, read from the stored postings."""
+        """The top-k chunks `principal` is answered from by BM25 fitted on the chunks they may
+        read, scoring above `min_score` (>= 0): the hits of `raglab.retrieve.bm25.BM25`, read
+        from the stored postings."""
         k = check_int("k", k, minimum=1)
         self._refresh()
         # Inside a write, count what it wrote so far; outside, read one state of the file.
@@ -212,7 +205,7 @@ class SQLiteStore(_SnapshotReads):
             if self._depth:
                 self._postings.flush()
             ids, scores = self._postings.scores(question, principal)
-            keep = scores > min_score
+            keep = (scores > min_score) & ~np.isin(ids, self._hidden_chunk_ids(principal))
             ids, scores = ids[keep], scores[keep]
             if len(scores) > k:  # only the k-th best score and above can be hits (ties too)
                 keep = scores >= -np.partition(-scores, k - 1)[k - 1]
@@ -241,30 +234,14 @@ class SQLiteStore(_SnapshotReads):
     ) -> None:
         self._refresh()
         existing = {row[0] for row in self._run("SELECT id FROM documents")}
-        dim, stored = _prepare_documents(chunks, vectors, documents, self._dim, existing)
+        dim, stored = prepare_documents(chunks, vectors, documents, self._dim, existing)
         with self.transaction():
             if dim != self._dim:
                 self._write_meta({"dim": dim})
                 self._dim = dim
-            self._run_many(
-                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (r.id, r.version, r.hash, r.tenant, json.dumps(list(r.groups)), r.title)
-                    for r in (d.record for d in stored)
-                ],
-            )
+            with sqlite_errors(self.path):
+                ids = insert_documents(self._con, stored)
             new = [c for doc in stored for c in doc.chunks]
-            first = 1 + self._run("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence")[0][0]
-            ids = range(first, first + len(new))
-            self._run_many(
-                f"INSERT INTO chunks (id, {CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (i, *chunk_row(chunk, vector))
-                    for i, (chunk, vector) in zip(
-                        ids, ((c, v) for d in stored for c, v in zip(d.chunks, d.vectors))
-                    )
-                ],
-            )
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
             self._postings.add(ids, [c.text for c in new], parts)
             self._stems.add(new, parts)
@@ -285,11 +262,12 @@ class SQLiteStore(_SnapshotReads):
 
     def set_meta(self, meta: Mapping[str, Any]) -> None:
         self._refresh()
-        updated = _checked_meta(meta, self._meta)
-        dim = _dim_from_meta(updated, self._dim)
+        updated = checked_meta(meta, self._meta)
+        dim = dim_from_meta(updated, self._dim)
         with self.transaction():
             self._write_meta({**{key: updated[key] for key in META_KEYS}, "dim": dim})
             self._meta, self._dim = updated, dim
+            self._snapshot = None  # who supersedes whom may have changed
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -390,36 +368,28 @@ class SQLiteStore(_SnapshotReads):
                 self._vector_file = vector_file(self._con, self.path, generation, self._dim or 0)
         return self._vector_file
 
-    def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
-        """The chunks with these ids, read a few hundred at a time (SQLite caps parameters)."""
-        found: dict[int, Chunk] = {}
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500].tolist()
-            sql = (
-                f"SELECT id, {READ_COLUMNS} FROM chunks WHERE id IN ({', '.join('?' * len(batch))})"
-            )
-            found.update((row[0], chunk_of(row[1:])) for row in self._run(sql, batch))
-        return found
+    def _hidden_chunk_ids(self, principal: Principal) -> np.ndarray:
+        """The ids of the chunks of documents hidden from `principal` (`raglab.store.versions`).
 
-    def _current(self) -> _Snapshot:
+        Only the small documents table is read, and only when a document supersedes another.
+        """
+        superseded = self._meta["superseded"]
+        hidden = sorted(hidden_from(principal, superseded, self.documents())) if superseded else []
+        with sqlite_errors(self.path):
+            return chunk_ids_of(self._con, hidden)
+
+    def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
+        with sqlite_errors(self.path):
+            return chunks_by_id(self._con, ids)
+
+    def _current(self) -> Snapshot:
         self._refresh()
         if self._snapshot is None:
             self._snapshot = self._load_snapshot()
         return self._snapshot
 
-    def _load_snapshot(self) -> _Snapshot:
+    def _load_snapshot(self) -> Snapshot:
         """Every chunk and vector in store order, the vectors as one matrix."""
-        rows = self._run(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY doc_id, idx")
-        parsed: dict[str, tuple[str, ...]] = {}  # few distinct group lists: parse each once
-        chunks = tuple(chunk_of(row, parsed) for row in rows)
-        dim = self._dim or 0
-        blob = b"".join(row[-1] for row in rows)
-        if len(blob) != len(rows) * dim * 4:
-            raise StoreError(
-                f"index file {str(self.path)!r} is corrupt (vector blobs do not "
-                f"match dim={dim}): {REBUILD}"
-            )
-        # .astype copies into an aligned, native-endian array (frombuffer only views the bytes).
-        matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dim)
-        matrix.setflags(write=False)
-        return _Snapshot(chunks, matrix)
+        with sqlite_errors(self.path):
+            chunks, matrix = every_chunk(self._con, self.path, self._dim or 0)
+        return Snapshot(chunks, matrix, self._meta["superseded"], self.documents())

@@ -29,9 +29,9 @@ import numpy as np
 
 from raglab.retrieve._fast import top_k  # the reference's answer, faster
 from raglab.retrieve.vectors import select_top_k
+from raglab.store.errors import StoreError
 from raglab.store.sqlite_postings import part_key
 from raglab.store.sqlite_schema import REBUILD
-from raglab.store.stores import StoreError
 
 BLOCK_ROWS = 32_768
 """Eligible rows scored at a time: the copy a block needs stays small (48 MB at dim 384)."""
@@ -45,15 +45,19 @@ class VectorFile:
     rows: np.ndarray  # (n, 2) int64: chunk id, partition id
 
     def search(
-        self, query: np.ndarray, parts: set[int], k: int
+        self, query: np.ndarray, parts: set[int], k: int, *, hidden: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Top-k among rows of `parts`: (store positions, chunk ids, float32 cosines), best first.
+        """Top-k among rows of `parts`, less the chunk ids in `hidden`: (store positions,
+        chunk ids, float32 cosines), best first.
 
         The same hits as `top_k` over the eligible rows copied out at once: scores are
         computed row by row (`raglab.retrieve.vectors.exact_scores`), and the blocks' winners are
         merged by score, then store position.
         """
-        eligible = np.flatnonzero(np.isin(self.rows[:, 1], np.fromiter(parts, np.int64)))
+        eligible = np.isin(self.rows[:, 1], np.fromiter(parts, np.int64))
+        if hidden is not None and hidden.size:  # documents superseded for this asker
+            eligible &= ~np.isin(self.rows[:, 0], hidden)
+        eligible = np.flatnonzero(eligible)
         if not eligible.size:
             return eligible, eligible, np.empty(0, np.float32)
         every_row = eligible.size == len(self.rows)

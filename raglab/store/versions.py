@@ -19,7 +19,8 @@ safe, one at load and one at retrieval:
 - at retrieval (`hidden_documents`): a document is hidden from a principal only when a
   document superseding it (directly or through a chain) is one *that principal may read*.
   Access stays first: a document the asker may not read can neither answer nor hide
-  another one, so no tenant's or group's document can make another's disappear.
+  another one, so no tenant's or group's document can make another's disappear. The store
+  applies the rule where it applies access, before scoring (`raglab.store.eligibility`).
 
 The index records who supersedes whom (`supersession`, kept in the store's meta by
 `raglab.store.indexing.sync`), so an index file honours it without the corpus folder.
@@ -36,16 +37,10 @@ The index records who supersedes whom (`supersession`, kept in the store's meta 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from raglab.records import Chunk, Document, Hit, Principal
+from raglab.records import DocRecord, Document, Principal
 from raglab.store.access import can_read
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from raglab.store.stores import VectorStore
 
 
 def supersession(documents: Iterable[Document]) -> dict[str, list[str]]:
@@ -91,63 +86,17 @@ def hidden_documents(
 # ---------------------------------------------------------------------------- at retrieval
 
 
-def current_chunks(store: VectorStore, principal: Principal) -> list[Chunk]:
-    """The chunks `principal` may read, without those of documents hidden from them."""
-    chunks = store.chunks(principal)
-    hidden = hidden_doc_ids(store, principal)
-    return [chunk for chunk in chunks if chunk.doc_id not in hidden] if hidden else chunks
-
-
-def current_search(
-    store: VectorStore,
-    query: np.ndarray,
+def hidden_from(
     principal: Principal,
-    k: int,
-    *,
-    min_score: float | None = None,
-) -> list[Hit]:
-    """`store.search`, without the chunks of documents hidden from `principal`."""
-    return without_hidden(
-        store,
-        principal,
-        k,
-        lambda depth: store.search(query, principal, depth, min_score=min_score),
-    )
+    superseded: Mapping[str, Sequence[str]],
+    documents: Mapping[str, DocRecord],
+) -> frozenset[str]:
+    """The documents hidden from `principal`, given the store's `superseded` map (`supersession`)
+    and every document's record: `hidden_documents` over the documents `principal` may read.
 
-
-def current_keyword_search(
-    store: VectorStore, question: str, principal: Principal, k: int, *, min_score: float = 0.0
-) -> list[Hit]:
-    """`store.keyword_search` (BM25 kept in the index file), without hidden chunks."""
-    search = store.keyword_search  # type: ignore[attr-defined]  # SQLite store only
-    return without_hidden(
-        store, principal, k, lambda depth: search(question, principal, depth, min_score=min_score)
-    )
-
-
-def without_hidden(
-    store: VectorStore, principal: Principal, k: int, search: Callable[[int], list[Hit]]
-) -> list[Hit]:
-    """The top k of `search(depth)` after dropping the chunks of documents hidden from `principal`.
-
-    Exact: the search goes deeper until k current hits remain or it runs out of hits. Only
-    the small documents table is read, never every chunk, so a cold ask stays cheap.
+    A store applies it with access, before scoring (`raglab.store.eligibility`).
     """
-    hidden = hidden_doc_ids(store, principal)
-    depth = k
-    while True:
-        hits = search(depth)
-        current = [hit for hit in hits if hit.chunk.doc_id not in hidden]
-        if len(current) >= k or len(hits) < depth:
-            return current[:k]
-        depth *= 2
-
-
-def hidden_doc_ids(store: VectorStore, principal: Principal) -> frozenset[str]:
-    """The documents hidden from `principal`, from the store's supersession map and records."""
-    superseded = store.meta.get("superseded")
     if not superseded:  # the common case: nothing to read
         return frozenset()
-    records = store.documents()
-    readable = {doc_id for doc_id, record in records.items() if can_read(principal, record)}
+    readable = {doc_id for doc_id, record in documents.items() if can_read(principal, record)}
     return hidden_documents(superseded, readable=readable)

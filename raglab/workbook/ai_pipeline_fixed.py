@@ -27,7 +27,7 @@ from raglab.generate.prompting import Prompt, build_prompt
 from raglab.records import Answer, Document, Hit, Principal
 from raglab.retrieve.vectors import top_k
 from raglab.store.access import can_read
-from raglab.store.stores import EmbedderMismatch
+from raglab.store.errors import EmbedderMismatch
 from raglab.workbook.ai_pipeline import AssistantPipeline
 
 __all__ = ["CONTEXT_BUDGET", "FIXES", "FixedPipeline", "passing_with", "with_fixes"]

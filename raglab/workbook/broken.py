@@ -42,7 +42,7 @@ from raglab.pipeline import Index, ask
 from raglab.records import Answer, Chunk, Document, Hit, Principal
 from raglab.samples import sample_corpus
 from raglab.store.indexing import sync
-from raglab.store.stores import MemoryStore
+from raglab.store.memory import MemoryStore
 
 __all__ = [
     "BROKEN",

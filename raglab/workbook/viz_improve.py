@@ -1,7 +1,7 @@
 """Pictures of notebook 09: each step's change with its interval, and fusion curves.
 
 What is drawn is computed first, as plain data (`raglab.evaluation.improvement.step`,
-`raglab.retrieve.fusion.fusion_curve`); these functions only draw it, in the style of `raglab.workbook.viz`
+`raglab.evaluation.tuning.fusion_curve`); these functions only draw it, in the style of `raglab.workbook.viz`
 (white, Okabe & Ito's colour-blind-safe palette, PNG via `viz.show`). A change whose
 interval excludes 0 is drawn filled, one whose interval holds 0 hollow: the difference
 does not rest on colour alone. matplotlib is imported inside the functions that draw.
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from raglab.evaluation.improvement import METRICS, SHORT, Step
-from raglab.retrieve.fusion import CurvePoint, choose
+from raglab.evaluation.tuning import CurvePoint, choose
 from raglab.workbook.viz import OKABE_ITO, _figure
 
 __all__ = ["delta_rows", "plot_fusion_curves", "plot_steps"]

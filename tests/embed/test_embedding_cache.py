@@ -19,8 +19,8 @@ from raglab.ingest.chunking import Chunker
 from raglab.ingest.loaders import load_folder
 from raglab.records import Document
 from raglab.store.indexing import sync
+from raglab.store.memory import MemoryStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import MemoryStore
 from tests.conftest import STORES
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"

@@ -7,11 +7,11 @@ import pytest
 
 from raglab.embed.embedders import HashingEmbedder
 from raglab.ingest.chunking import Chunker
+from raglab.query import Retriever
 from raglab.records import Chunk, Document, Hit, Principal
 from raglab.retrieve.diversity import Diversity, dedup, jaccard, mmr, relevance_of, shingles
-from raglab.retrieve.retrieval import Retriever
 from raglab.store.indexing import sync
-from raglab.store.stores import MemoryStore
+from raglab.store.memory import MemoryStore
 
 BOILERPLATE = (
     "Questions about this page? Write to the people team at people@acme.example "

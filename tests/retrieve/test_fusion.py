@@ -1,31 +1,11 @@
-"""Weighted fusion: RRF as its special case, the weight's two ends, choosing it on questions."""
+"""Fusion: reciprocal rank fusion, weighted RRF and min-max fusion, the weight's two ends."""
 
 from __future__ import annotations
 
 import pytest
 
-from raglab import (
-    Chunk,
-    Hit,
-    Index,
-    Principal,
-    Retriever,
-    load_questions,
-    reciprocal_rank_fusion,
-    sample_corpus,
-    sample_questions,
-)
-from raglab.retrieve.fusion import (
-    CurvePoint,
-    Fusion,
-    choose,
-    collect_rankings,
-    fused_search,
-    fusion_curve,
-    min_max,
-    min_max_fusion,
-    weighted_rrf,
-)
+from raglab import Chunk, Hit, reciprocal_rank_fusion
+from raglab.retrieve.fusion import RRF_K, Fusion, min_max, min_max_fusion, weighted_rrf
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:
@@ -75,7 +55,6 @@ def test_ties_are_broken_by_chunk_id():
         (lambda: weighted_rrf([DENSE], [1, 2], 3), r"one weight per ranking \(got 2 weights for 1"),
         (lambda: weighted_rrf([DENSE], [-1], 3), "weight must be a finite number >= 0"),
         (lambda: min_max_fusion([DENSE], [1], 0), "k must be an integer >= 1"),
-        (lambda: choose([]), "nothing to choose|no fusion to choose"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(call, match):
@@ -83,48 +62,19 @@ def test_bad_arguments_are_refused_by_name(call, match):
         call()
 
 
-def test_choose_takes_the_best_and_on_a_tie_the_weight_nearest_the_middle():
-    points = [
-        CurvePoint(Fusion("rrf", w), s) for w, s in [(0.0, 0.8), (0.3, 0.9), (0.6, 0.9), (1, 0.7)]
-    ]
-    assert choose(points) == Fusion("rrf", 0.6)
+def _hit(name: str, score: float = 1.0) -> Hit:
+    return Hit(Chunk(name, 0, name, 0, len(name)), score)
 
 
-@pytest.fixture(scope="module")
-def sample():
-    index = Index.from_folder(sample_corpus(), embedder="hashing")
-    questions = load_questions(sample_questions())[:40]
-    retriever = index.retriever("hybrid")
-    rankings = collect_rankings(retriever.dense, retriever.keyword, questions, depth=100)
-    return index, questions, rankings
+def test_rrf_sums_reciprocal_ranks():
+    a, b, c = _hit("a"), _hit("b"), _hit("c")
+    fused = reciprocal_rank_fusion([[a, b], [b, c]], k=3)
+    assert [h.chunk.doc_id for h in fused] == ["b", "a", "c"]
+    assert fused[0].score == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert fused[1].score == pytest.approx(1 / (RRF_K + 1))
 
 
-def test_the_retriever_fuses_with_the_fusion_it_is_given(sample):
-    index, questions, _ = sample
-    ann = Principal("ann", "acme")
-    plain = Retriever(index.store, index.embedder, "hybrid")
-    same = Retriever(index.store, index.embedder, "hybrid", fusion=Fusion())
-    keyword_only = Retriever(index.store, index.embedder, "hybrid", fusion=Fusion("rrf", 0.0))
-    for q in questions[:10]:
-        assert same.search(q.question, ann, 5) == plain.search(q.question, ann, 5)
-        bm25 = [h.chunk.id for h in plain.keyword(q.question, ann, 5)]
-        assert [h.chunk.id for h in keyword_only.search(q.question, ann, 5)][: len(bm25)] == bm25
-
-
-def test_fused_search_on_stored_rankings_is_the_retrievers_own_search(sample):
-    index, questions, rankings = sample
-    for fusion in (Fusion(), Fusion("minmax", 0.3)):
-        search = fused_search(rankings, fusion)
-        retriever = Retriever(index.store, index.embedder, "hybrid", fusion=fusion)
-        for q in questions[:10]:
-            assert search(q, 5) == retriever.search(q.question, q.asker, 5)
-
-
-def test_a_curve_has_one_point_per_weight_and_its_ends_are_the_single_rankers(sample):
-    _, questions, rankings = sample
-    curve = fusion_curve(rankings, questions, weights=[0.0, 0.5, 1.0])
-    assert [p.fusion.dense_weight for p in curve] == [0.0, 0.5, 1.0]
-    assert all(0.0 <= p.ndcg_at_10 <= 1.0 for p in curve)
-    # The chosen fusion is never below either end on the questions it was chosen on.
-    best = max(p.ndcg_at_10 for p in curve)
-    assert [p.ndcg_at_10 for p in curve if p.fusion == choose(curve)] == [best]
+def test_rrf_breaks_ties_by_chunk_id_and_cuts_at_k():
+    fused = reciprocal_rank_fusion([[_hit("z")], [_hit("a")]], k=1)
+    assert [h.chunk.doc_id for h in fused] == ["a"]
+    assert reciprocal_rank_fusion([], k=3) == []

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from raglab.generate.llm_rewrite import LLMRewriter
 from raglab.generate.prompting import Prompt
 from raglab.pipeline import Index
 from raglab.records import Chunk, Document, Principal
 from raglab.retrieve.query_expansion import (
-    LLMRewriter,
     QueryExpansion,
     content_words,
     expanded,
     feedback_terms,
-    rewriter_from_env,
 )
-from raglab.store.stores import MemoryStore
+from raglab.store.memory import MemoryStore
 
 
 def chunk(doc_id: str, text: str) -> Chunk:
@@ -81,11 +80,12 @@ def two_tenant_index() -> Index:
 def test_rewrites_draw_only_on_what_the_asker_may_read():
     index = two_tenant_index()
     acme = Principal("ana", "acme")
-    queries = QueryExpansion().queries("refunds", index.retriever("hybrid"), acme)
+    retriever = index.retriever("hybrid", expansion=QueryExpansion())
+    queries = retriever.expand("refunds", acme, retriever.plan(5))
     assert queries[0] == "refunds"
     assert not any("zorblax" in q or "thermostat" in q for q in queries)
     globex = Principal("gus", "globex")
-    theirs = QueryExpansion().queries("refunds", index.retriever("hybrid"), globex)
+    theirs = retriever.expand("refunds", globex, retriever.plan(5))
     assert any("zorblax" in q for q in theirs)
 
 
@@ -109,27 +109,12 @@ class FakeModel:
         return self.replies.pop(0)
 
 
-def test_llm_rewriter_parses_lines_and_adds_hyde():
-    model = FakeModel(
-        ["1. reimbursement of costs\n- expense refund\n\n3) paid back\nextra", "Claims are paid."]
-    )
-    rewriter = LLMRewriter(model, n=3, hyde=True)
-    assert rewriter.rewrites("refunds?") == [
-        "reimbursement of costs",
-        "expense refund",
-        "paid back",
-        "Claims are paid.",
-    ]
-    assert all(p.sources == () and p.user == "refunds?" for p in model.prompts)  # no documents sent
-
-
 def test_multi_query_with_a_rewriter_fuses_its_rewrites():
     index = two_tenant_index()
     model = FakeModel(["canteen lunch"])
     expansion = QueryExpansion(rewriter=LLMRewriter(model, n=1))
-    queries = expansion.queries(
-        "when is food served", index.retriever("bm25"), Principal("a", "acme")
-    )
+    retriever = index.retriever("bm25", expansion=expansion)
+    queries = retriever.expand("when is food served", Principal("a", "acme"), retriever.plan(1))
     assert queries[-1] == "canteen lunch"
     hits = index.search(
         "when is food served",
@@ -139,14 +124,3 @@ def test_multi_query_with_a_rewriter_fuses_its_rewrites():
         expansion=QueryExpansion(rewriter=LLMRewriter(FakeModel(["canteen lunch"]), n=1)),
     )
     assert [h.chunk.doc_id for h in hits] == ["a/canteen.md"]
-
-
-def test_rewriter_from_env_is_none_offline_and_needs_a_model(monkeypatch):
-    monkeypatch.delenv("RAGLAB_LLM_URL", raising=False)
-    assert rewriter_from_env() is None
-    monkeypatch.setenv("RAGLAB_LLM_URL", "http://localhost:1/v1")
-    monkeypatch.delenv("RAGLAB_LLM_MODEL", raising=False)
-    with pytest.raises(ValueError, match="RAGLAB_LLM_MODEL is not"):
-        rewriter_from_env()
-    monkeypatch.setenv("RAGLAB_LLM_MODEL", "m")
-    assert rewriter_from_env(hyde=True).hyde

@@ -18,8 +18,8 @@ import pytest
 
 from raglab import cli
 from raglab.store import sqlite_store
+from raglab.store.errors import StoreError
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import StoreError
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "data" / "corpus"

@@ -21,7 +21,7 @@ from raglab.ingest.chunking import Chunker
 from raglab.ingest.loaders import load_folder
 from raglab.records import Chunk
 from raglab.retrieve.bm25 import BM25
-from raglab.retrieve.retrieval import reciprocal_rank_fusion
+from raglab.retrieve.fusion import reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
 from raglab.text import content_stems
 from tests.conftest import QDRANT_MISSING
@@ -190,8 +190,8 @@ def test_server_mode_knows_exactly_the_words_the_asker_may_read(tmp_path):
     store.delete_document("c.md")  # the only chunk with "kitchen" and "printer"
     assert store.known_stems(ANN, asked) == vocabulary(store.chunks(ANN)) & asked
     assert "kitchen" not in store.known_stems(ANN, asked)
-    store.keyword = "exact"
-    assert store.known_stems is None  # exact BM25 reads the chunks anyway: words from them
+    store.keyword = "exact"  # exact BM25 reads the chunks anyway: the words come from them
+    assert store.known_stems(ANN, asked) == vocabulary(store.chunks(ANN)) & asked
     store.close()
 
 
@@ -199,8 +199,7 @@ def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch)
     from raglab.store.qdrant_store import QdrantStore
 
     Index.from_folder(sample_corpus(), path=tmp_path / "q", backend="qdrant").store.close()
-    index = Index.open(tmp_path / "q", backend="qdrant")
-    index.store.keyword = "server"
+    index = Index.open(tmp_path / "q", backend="qdrant", qdrant_keyword="server")
 
     def read_everything(self, *args, **kwargs):
         raise AssertionError("the ask read every chunk the asker may read")
@@ -211,10 +210,13 @@ def test_a_cold_ask_in_server_mode_reads_no_chunk_listing(tmp_path, monkeypatch)
     index.store.close()
 
 
-def test_exact_mode_leaves_bm25_to_the_retriever(tmp_path):
-    store = store_with(tmp_path, "q", MINE)
+def test_exact_mode_fits_bm25_on_the_readable_chunks_as_every_store(tmp_path):
+    store = store_with(tmp_path, "q", MINE + THEIRS)
     store.keyword = "exact"
-    assert store.keyword_search is None  # raglab.retrieve.retrieval then fits BM25 itself
+    readable = store.chunks(ANN)
+    expected = BM25().fit([c.text for c in readable]).scores(QUESTION)
+    hits = {h.chunk.id: h.score for h in store.keyword_search(QUESTION, ANN, 10)}
+    assert hits == {c.id: float(s) for c, s in zip(readable, expected) if s > 0}
     store.close()
     from raglab.store.qdrant_store import QdrantStore
 
@@ -239,8 +241,8 @@ def test_an_index_of_the_previous_schema_is_refused(tmp_path, monkeypatch):
 def both_indexes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("indexes")
     sqlite = Index.from_folder(sample_corpus(), path=folder / "index.sqlite")
-    qdrant = Index.from_folder(sample_corpus(), path=folder / "qdrant", backend="qdrant")
-    qdrant.store.keyword = "server"
+    Index.from_folder(sample_corpus(), path=folder / "qdrant", backend="qdrant").store.close()
+    qdrant = Index.open(folder / "qdrant", backend="qdrant", qdrant_keyword="server")
     yield sqlite, qdrant
     qdrant.store.close()
 

@@ -17,7 +17,7 @@ from raglab import Index, Principal, StoreError, ask
 from raglab.cli import main
 from raglab.evaluation import load_questions
 from raglab.samples import sample_corpus, sample_questions
-from raglab.store.stores import MemoryStore
+from raglab.store.memory import MemoryStore
 from tests.conftest import QDRANT_MISSING
 from tests.store.test_stores import DIM, random_corpus, unit
 
@@ -114,19 +114,20 @@ def make(doc_id, tenant="acme", groups=()):
 
 
 def test_a_commit_cut_short_hides_the_documents_it_was_writing(tmp_path, monkeypatch):
+    from raglab.store import qdrant_commit
     from raglab.store.qdrant_store import QdrantStore
 
     path = tmp_path / "q"
     with QdrantStore.create(path, dim=DIM) as store:
         store.add([make("a.md"), make("b.md")], np.array([unit(1, 0, 0, 0), unit(0, 1, 0, 0)]))
-        original = store._upsert
+        original = qdrant_commit.upsert
 
-        def die_after_the_chunks(collection, points):  # the records never land
+        def die_after_the_chunks(client, collection, points):  # the records never land
             if collection.endswith("_records") and len(points) > 1:
                 raise KeyboardInterrupt
-            original(collection, points)
+            original(client, collection, points)
 
-        monkeypatch.setattr(store, "_upsert", die_after_the_chunks)
+        monkeypatch.setattr(qdrant_commit, "upsert", die_after_the_chunks)
         with pytest.raises(KeyboardInterrupt):
             with store.transaction():
                 store.delete_document("a.md")

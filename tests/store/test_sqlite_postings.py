@@ -15,8 +15,8 @@ import pytest
 from raglab.generate.abstention import vocabulary
 from raglab.records import Chunk, Hit, Principal
 from raglab.retrieve.bm25 import BM25
+from raglab.store.memory import MemoryStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.store.stores import MemoryStore
 from raglab.text import content_stems
 
 WORDS = [

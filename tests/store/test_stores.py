@@ -1,4 +1,4 @@
-"""Tests for raglab.store.stores: both stores through the same tests, sync, access, files.
+"""The stores (memory, SQLite, Qdrant) through the same tests; sync, access, files.
 
 A fake embedder and a fake chunker are defined here, so these tests do not depend on
 raglab.embed.embedders or raglab.ingest.chunking; one test at the end uses the real ones.
@@ -16,14 +16,10 @@ import numpy as np
 import pytest
 
 from raglab.records import Chunk, DocRecord, Document, Principal
+from raglab.store.errors import DimensionMismatch, EmbedderMismatch, StoreError
 from raglab.store.indexing import check_embedder, sync, tenant_embedder
+from raglab.store.memory import MemoryStore
 from raglab.store.sqlite_store import SCHEMA_VERSION, SQLiteStore
-from raglab.store.stores import (
-    DimensionMismatch,
-    EmbedderMismatch,
-    MemoryStore,
-    StoreError,
-)
 from tests.conftest import STORES
 
 DIM = 4
@@ -334,6 +330,44 @@ def test_chunks_round_trip_every_field(make_store):
     )
     store.add([chunk], np.ones((1, DIM)))
     assert store.chunks() == [chunk]
+
+
+def test_every_store_has_every_method_of_the_protocol(make_store):
+    from raglab.store.protocol import VectorStore
+
+    members = [name for name in vars(VectorStore) if not name.startswith("_")] + ["__len__"]
+    assert {"keyword_search", "known_stems", "search", "chunks"} <= set(members)
+    store = make_store()
+    assert [name for name in members if not hasattr(store, name)] == []
+
+
+def test_keyword_search_and_known_stems_answer_alike_in_every_store(make_store):
+    """BM25 fitted on the chunks the asker may read; the words of those chunks only."""
+    from raglab.generate.abstention import vocabulary
+    from raglab.retrieve.bm25 import BM25
+    from raglab.text import content_stems
+
+    store = make_store()
+    chunks = [
+        make_chunk("a.md", text="refund policy for a laptop bought online"),
+        make_chunk("b.md", text="refund refund within thirty days"),
+        make_chunk("c.md", text="the kitchen has a printer"),
+        make_chunk("h.md", groups=("hr",), text="refund laptop refund laptop salary"),
+        make_chunk("x.md", tenant="globex", text="refund laptop refund laptop"),
+    ]
+    store.add(chunks, np.eye(len(chunks), DIM, dtype=np.float32) + 0.1)
+    readable = chunks[:3]  # ANN: acme, no groups
+    scores = BM25().fit([c.text for c in readable]).scores("refund laptop")
+    hits = store.keyword_search("refund laptop", ANN, 5)
+    assert ids(hits) == ["a.md#0", "b.md#0"]  # c.md holds neither word: no match at all
+    assert [h.score for h in hits] == pytest.approx([float(scores[0]), float(scores[1])])
+    assert ids(store.keyword_search("refund laptop", ANN, 1)) == ["a.md#0"]
+    assert ids(store.keyword_search("salary", HR, 5)) == ["h.md#0"]
+    asked = content_stems("refund laptop kitchen salary thermostat")
+    assert store.known_stems(ANN, asked) == vocabulary(readable) & asked
+    assert "salary" in store.known_stems(HR, asked) and "salary" not in store.known_stems(
+        ANN, asked
+    )
 
 
 # ---------------------------------------------------------------------------- access attacks

@@ -169,7 +169,7 @@ def test_without_the_supersedes_line_the_old_policy_answered(sample_index):
     from raglab.embed.embedders import embedder
     from raglab.ingest.chunking import Chunker
     from raglab.store.indexing import sync
-    from raglab.store.stores import MemoryStore
+    from raglab.store.memory import MemoryStore
 
     store = MemoryStore()
     sync(store, docs, chunker=Chunker(), embedder=embedder("hashing"))
@@ -231,7 +231,7 @@ def test_another_tenant_cannot_hide_a_document_even_in_a_hand_built_store():
     from raglab.embed.embedders import embedder
     from raglab.ingest.chunking import Chunker
     from raglab.store.indexing import sync
-    from raglab.store.stores import MemoryStore
+    from raglab.store.memory import MemoryStore
 
     docs = [
         Document("a/policy.md", "Refunds take ten days.", tenant="acme"),
@@ -246,3 +246,78 @@ def test_another_tenant_cannot_hide_a_document_even_in_a_hand_built_store():
     for method in ("dense", "bm25", "hybrid"):
         hits = index.search("refunds days", Principal("ana", "acme"), k=3, method=method)
         assert [h.chunk.doc_id for h in hits] == ["a/policy.md"]
+
+
+# ---------------------------------------------------------------------------- in the store
+
+
+def hand_built(kind: str, tmp_path: Path):
+    """A store of three documents of tenant t: old.md superseded by new.md, and other.md."""
+    from raglab.embed.embedders import embedder
+    from raglab.ingest.chunking import Chunker
+    from raglab.store.indexing import sync
+    from raglab.store.memory import MemoryStore
+
+    docs = [
+        Document("t/old.md", "Hotels cost at most 150 euros per night.", tenant="t"),
+        Document("t/new.md", "Hotels cost 180 euros.", tenant="t", supersedes=("t/old.md",)),
+        Document("t/other.md", "Taxis are paid by card.", tenant="t"),
+    ]
+    store = MemoryStore() if kind == "memory" else SQLiteStore.create(tmp_path / "i.sqlite")
+    sync(store, docs, chunker=Chunker(), embedder=embedder("hashing"))
+    return store, embedder("hashing")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_the_store_hides_superseded_chunks_before_scoring(kind, tmp_path):
+    store, hashing = hand_built(kind, tmp_path)
+    asker = Principal("u", "t")
+    current = {"t/new.md", "t/other.md"}
+    assert {c.doc_id for c in store.chunks(asker)} == current
+    # Asked for more than there are, each search returns every current chunk: a hidden
+    # chunk takes no place, so no step has to search deeper to make up for it.
+    query = hashing.embed(["hotels euros per night"])[0]
+    assert {h.chunk.doc_id for h in store.search(query, asker, 10)} == current
+    assert [h.chunk.doc_id for h in store.keyword_search("hotels euros night", asker, 10)] == [
+        "t/new.md"
+    ]
+    (best,) = store.search(query, asker, 1)
+    assert best.chunk.doc_id == "t/new.md"
+    # The old version is still readable: its words are the asker's, and BM25 counts it.
+    assert store.known_stems(asker, {"150", "night", "taxi"}) == {"150", "night", "taxi"}
+    from raglab.retrieve.bm25 import BM25
+
+    readable = [c for c in store.chunks() if c.tenant == "t"]  # all three, in store order
+    scores = BM25().fit([c.text for c in readable]).scores("hotels euros night")
+    (hit,) = store.keyword_search("hotels euros night", asker, 1)
+    expected = float(scores[[c.doc_id for c in readable].index("t/new.md")])
+    assert hit.score == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_document_without_chunks_hides_only_from_those_who_may_read_it():
+    """The rows a principal is answered from are decided per principal, not per partition
+    of chunks: here managers and staff read the same chunks, yet only managers may read
+    the (empty) document that supersedes old.md."""
+    import numpy as np
+
+    from raglab.records import Chunk, DocRecord
+    from raglab.store.memory import MemoryStore
+
+    store = MemoryStore(dim=2)
+    old = Chunk("t/old.md", 0, "Parking costs 5 euros.", 0, 22, tenant="t")
+    store.add(
+        [old],
+        np.array([[1.0, 0.0]]),
+        documents=[
+            DocRecord("t/old.md", "1", "", "t", ()),
+            DocRecord("t/new.md", "2", "", "t", ("managers",)),
+        ],
+    )
+    store.set_meta({"superseded": {"t/old.md": ["t/new.md"]}})
+    staff, boss = Principal("s", "t"), Principal("b", "t", {"managers"})
+    for _ in range(2):  # the second time from the cache
+        assert [c.doc_id for c in store.chunks(staff)] == ["t/old.md"]
+        assert store.chunks(boss) == []
+        assert store.search(np.array([1.0, 0.0]), boss, 3) == []
+        assert store.keyword_search("parking", boss, 3) == []
+        assert [h.chunk.doc_id for h in store.keyword_search("parking", staff, 3)] == ["t/old.md"]

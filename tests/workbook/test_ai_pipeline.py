@@ -15,7 +15,7 @@ from raglab.embed.embedders import HashingEmbedder
 from raglab.generate.openai_http import GenerationError
 from raglab.generate.prompting import Prompt
 from raglab.records import Chunk, Hit
-from raglab.store.stores import EmbedderMismatch
+from raglab.store.errors import EmbedderMismatch
 from raglab.workbook.ai_pipeline import AssistantPipeline, sample_documents
 from raglab.workbook.ai_pipeline_fixed import FIXES, FixedPipeline, passing_with, with_fixes
 from raglab.workbook.audit_tests import ATTACK, FINDS, FLAWS, audit_tests

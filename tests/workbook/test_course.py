@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from raglab import Chunker, Document, MemoryStore, Principal, ask, chunk
-from raglab.store.stores import DimensionMismatch
+from raglab.store.errors import DimensionMismatch
 
 
 def test_empty_documents_produce_no_chunks():

@@ -6,7 +6,8 @@ import pytest
 
 from raglab.evaluation.bootstrap import Interval
 from raglab.evaluation.improvement import METRICS, Measurement, Step
-from raglab.retrieve.fusion import CurvePoint, Fusion
+from raglab.evaluation.tuning import CurvePoint
+from raglab.retrieve.fusion import Fusion
 from raglab.workbook.viz_improve import delta_rows, plot_fusion_curves, plot_steps
 
 EMPTY = Measurement("m", ())

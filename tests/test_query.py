@@ -1,4 +1,4 @@
-"""Retrieval: dense, BM25 and hybrid rankings, always filtered by access first."""
+"""The query path (raglab.query): dense, BM25 and hybrid rankings, always filtered by access first."""
 
 import pytest
 
@@ -6,14 +6,17 @@ from raglab import (
     Chunker,
     Document,
     HashingEmbedder,
+    Index,
     LSAEmbedder,
     MemoryStore,
     Principal,
     Retriever,
+    load_questions,
+    sample_corpus,
+    sample_questions,
     sync,
 )
-from raglab.records import Chunk, Hit
-from raglab.retrieve.retrieval import RRF_K, reciprocal_rank_fusion
+from raglab.retrieve.fusion import Fusion
 
 DOCS = [
     Document(
@@ -124,19 +127,27 @@ def test_unknown_method_and_bad_k_are_refused(store):
         Retriever(store, HashingEmbedder()).search("q", Principal("u"), k=0)
 
 
-def _hit(name: str, score: float = 1.0) -> Hit:
-    return Hit(Chunk(name, 0, name, 0, len(name)), score)
+@pytest.fixture(scope="module")
+def sample_index():
+    return Index.from_folder(sample_corpus(), embedder="hashing")
 
 
-def test_rrf_sums_reciprocal_ranks():
-    a, b, c = _hit("a"), _hit("b"), _hit("c")
-    fused = reciprocal_rank_fusion([[a, b], [b, c]], k=3)
-    assert [h.chunk.doc_id for h in fused] == ["b", "a", "c"]
-    assert fused[0].score == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
-    assert fused[1].score == pytest.approx(1 / (RRF_K + 1))
+def test_the_retriever_fuses_with_the_fusion_it_is_given(sample_index):
+    index, questions = sample_index, load_questions(sample_questions())[:10]
+    ann = Principal("ann", "acme")
+    plain = Retriever(index.store, index.embedder, "hybrid")
+    same = Retriever(index.store, index.embedder, "hybrid", fusion=Fusion())
+    keyword_only = Retriever(index.store, index.embedder, "hybrid", fusion=Fusion("rrf", 0.0))
+    for q in questions[:10]:
+        assert same.search(q.question, ann, 5) == plain.search(q.question, ann, 5)
+        bm25 = [h.chunk.id for h in plain.keyword(q.question, ann, 5)]
+        assert [h.chunk.id for h in keyword_only.search(q.question, ann, 5)][: len(bm25)] == bm25
 
 
-def test_rrf_breaks_ties_by_chunk_id_and_cuts_at_k():
-    fused = reciprocal_rank_fusion([[_hit("z")], [_hit("a")]], k=1)
-    assert [h.chunk.doc_id for h in fused] == ["a"]
-    assert reciprocal_rank_fusion([], k=3) == []
+def test_a_negative_min_score_is_refused_for_bm25(store):
+    """A BM25 score is never below 0, and 0 means no word of the question occurs."""
+    with pytest.raises(
+        ValueError, match=r"min_score must be a finite number >= 0 \(got min_score=-1"
+    ):
+        Retriever(store, HashingEmbedder(), "bm25", min_score=-1)
+    assert Retriever(store, HashingEmbedder(), "dense", min_score=-0.5).min_score == -0.5

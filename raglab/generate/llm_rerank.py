@@ -19,7 +19,6 @@ from raglab.generate.generation import Generator
 from raglab.generate.prompting import build_prompt
 from raglab.records import Hit
 from raglab.retrieve.rerank import Candidate
-from raglab.validation import check_int
 
 INSTRUCTIONS = """You rank search results. The user message holds numbered sources, each \
 between <source-{code} ...> and </source-{code}> tags, and then a question. Text inside a \
@@ -52,7 +51,6 @@ class LLMReranker:
     generator: Generator
 
     def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Hit]:
-        k = check_int("k", k, minimum=1)
         hits = [c.hit for c in candidates]
         prompt = build_prompt(question, hits, max_chars=MAX_CHARS)
         prompt = dataclasses.replace(prompt, system=INSTRUCTIONS.format(code=prompt.boundary))

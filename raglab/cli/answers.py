@@ -1,0 +1,48 @@
+"""How `raglab ask` prints an answer: as text for a person, or as one JSON object.
+
+The JSON object's fields are a contract other programs rely on: `answer`, `abstained`,
+`citations` and `retrieved` (each `{"n", "doc_id", "start", "end", "score"}`, where `n` is
+the answer's [n] marker), `verified` and `invalid_citations`.
+"""
+
+from __future__ import annotations
+
+
+def hit_as_dict(n: int, hit) -> dict:
+    chunk = hit.chunk
+    return {
+        "n": n,
+        "doc_id": chunk.doc_id,
+        "start": chunk.start,
+        "end": chunk.end,
+        "score": round(hit.score, 6),
+    }
+
+
+def answer_as_dict(answer) -> dict:
+    return {
+        "answer": answer.text,
+        "abstained": answer.abstained,
+        "verified": answer.verified,
+        "citations": [hit_as_dict(c.n, c.hit) for c in answer.citations],
+        "invalid_citations": list(answer.invalid_citations),
+        "retrieved": [hit_as_dict(n, hit) for n, hit in enumerate(answer.retrieved, start=1)],
+    }
+
+
+def format_answer(answer) -> str:
+    lines = [answer.text, ""]
+    if answer.citations:
+        lines.append("Sources:")
+        for citation in answer.citations:
+            chunk = citation.hit.chunk
+            where = f" — {chunk.heading}" if chunk.heading else ""
+            lines.append(
+                f"  [{citation.n}] {chunk.doc_id}{where} (chars {chunk.start}-{chunk.end})"
+            )
+    elif not answer.abstained:
+        lines.append("(no sources cited)")
+    if answer.invalid_citations:
+        markers = ", ".join(f"[{n}]" for n in answer.invalid_citations)
+        lines.append(f"WARNING: citations {markers} do not refer to any retrieved source")
+    return "\n".join(lines).rstrip()

@@ -1,0 +1,235 @@
+"""What `raglab ask`, `raglab index` and `raglab eval` do with their options.
+
+Each asks the engine's `Index` (`raglab.pipeline`), never a store: the options become an
+`Index` (opened, or built from a folder) and the arguments of `ask`, `Index.search` and
+`evaluate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from raglab.cli.answers import answer_as_dict, format_answer
+
+
+def store_of(args: argparse.Namespace) -> dict:
+    """Index.open's and Index.from_folder's store arguments, from --store and --qdrant-url."""
+    if args.index is None and (args.store or args.qdrant_url):
+        raise ValueError("--store and --qdrant-url apply to --index, not to --docs")
+    if args.qdrant_url and args.store == "sqlite":
+        raise ValueError("--qdrant-url needs --store qdrant")
+    backend = args.store or ("qdrant" if args.qdrant_url else "sqlite")
+    return {"backend": backend, "qdrant_url": args.qdrant_url}
+
+
+def limits_of(args: argparse.Namespace):
+    from raglab.pipeline import Limits
+
+    return Limits(args.max_file_bytes, args.max_files, args.max_chunks, args.secrets)
+
+
+def selection_of(args: argparse.Namespace) -> dict:
+    """ask's and Index.search's `diversity` and `expansion`, from the options."""
+    from raglab.retrieve.diversity import Diversity
+    from raglab.retrieve.query_expansion import QueryExpansion
+
+    diversity = None
+    if args.mmr is not None or args.dedup is not None:
+        try:
+            diversity = Diversity(lambda_=args.mmr, dedup=args.dedup)
+        except ValueError as error:
+            raise ValueError(f"--mmr/--dedup: {error}") from None
+    if args.hyde and args.expand != "multi":
+        raise ValueError("--hyde needs --expand multi")
+    expansion = None
+    if args.expand is not None:
+        rewriter = None
+        if args.expand == "multi":  # a language model writes rewrites too, when one is set
+            from raglab.generate.llm_rewrite import rewriter_from_env
+
+            rewriter = rewriter_from_env(hyde=args.hyde)
+        if args.hyde and rewriter is None:
+            raise ValueError(
+                "--hyde needs a language model: set RAGLAB_LLM_URL and RAGLAB_LLM_MODEL"
+            )
+        expansion = QueryExpansion(args.expand, rewriter=rewriter)
+    return {"diversity": diversity, "expansion": expansion}
+
+
+def open_index(args: argparse.Namespace):
+    """An Index from --docs (in memory) or --index (a file), reporting skipped files."""
+    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+
+    where = store_of(args)
+    if args.qdrant_keyword is not None and where["backend"] != "qdrant":
+        raise ValueError("--qdrant-keyword applies to a Qdrant --index (--store qdrant)")
+    if args.index is not None:
+        if args.embedder is not None:
+            raise ValueError(
+                "--embedder applies to --docs; an index file uses the embedder it was built with"
+            )
+        index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword)
+        check_chunker(args, index.chunker_params)
+        return index
+    embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
+    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
+    warn_load_errors(index.load_errors)
+    warn_loaded(index.warnings)
+    return index
+
+
+def make_chunker(args: argparse.Namespace, recorded: dict | None = None):
+    """The Chunker the options ask for; one left out takes `recorded`'s value, else the default."""
+    from raglab.ingest.chunking import Chunker
+
+    given = {"kind": args.chunker, "size": args.chunk_size, "overlap": args.overlap}
+    settings = {
+        name: (recorded or {}).get(name) if value is None else value
+        for name, value in given.items()
+    }
+    try:
+        return Chunker(**{name: value for name, value in settings.items() if value is not None})
+    except ValueError as error:
+        raise ValueError(f"--chunker/--chunk-size/--overlap: {error}") from None
+
+
+def check_chunker(args: argparse.Namespace, recorded: dict | None) -> None:
+    """Refuse chunker options that differ from the ones an index file was built with."""
+    if (args.chunker, args.chunk_size, args.overlap) == (None, None, None):
+        return  # the index's own chunks, whatever they are
+    wanted = make_chunker(args, recorded).params()
+    if wanted != recorded:
+        raise ValueError(
+            f"index file {str(args.index)!r} was built with chunker {describe_chunker(recorded)}, "
+            f"not {describe_chunker(wanted)}: leave out --chunker/--chunk-size/--overlap, "
+            f"or rebuild it with `raglab index DIR --index {args.index}` and these options"
+        )
+
+
+def describe_chunker(params: dict | None) -> str:
+    if not params:
+        return "(none recorded)"
+    names = ("kind", "size", "overlap", "version")
+    return ", ".join(f"{name}={params.get(name)!r}" for name in names)
+
+
+def warn_load_errors(errors) -> None:
+    for error in errors:
+        print(f"raglab: skipped {error}", file=sys.stderr)
+
+
+def warn_loaded(warnings) -> None:
+    for warning in warnings:  # loaded, but changed (a secret cut out) or doubtful
+        print(f"raglab: warning: {warning}", file=sys.stderr)
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    from raglab.pipeline import ask
+    from raglab.records import Principal
+
+    generator = make_generator(args)
+    selection = selection_of(args)
+    index = open_index(args)
+    principal = Principal(args.user, args.tenant, args.groups)
+    answer = ask(
+        args.question,
+        index,
+        principal,
+        k=args.k,
+        method=args.retriever,
+        generator=generator,
+        max_tokens=args.max_tokens,
+        order=args.order,
+        **selection,
+    )
+    if args.json:
+        print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
+    else:
+        print(format_answer(answer))
+    return 0
+
+
+def make_generator(args: argparse.Namespace):
+    if args.llm_url is None:
+        if args.llm_model is not None:
+            raise ValueError("--llm-model needs --llm-url")
+        return None
+    if args.llm_model is None:
+        raise ValueError("--llm-url needs --llm-model")
+    from raglab.generate.openai_http import OpenAIChatGenerator
+
+    key = os.environ.get("RAGLAB_API_KEY")
+    return OpenAIChatGenerator(args.llm_url, args.llm_model, key, timeout=args.llm_timeout)
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+
+    index = Index.from_folder(
+        args.folder,
+        embedder=args.embedder or DEFAULT_EMBEDDER,
+        # An option left out keeps the index's own setting: an update never re-cuts by surprise.
+        chunker=lambda recorded: make_chunker(args, recorded),
+        path=args.index,
+        limits=limits_of(args),
+        **store_of(args),
+    )
+    warn_load_errors(index.load_errors)
+    warn_loaded(index.warnings)
+    report = index.report
+    summary = {
+        "index": str(args.index),
+        "embedder": index.embedder.name,
+        "chunker": report.chunker,
+        "added": list(report.added),
+        "updated": list(report.updated),
+        "removed": list(report.removed),
+        "unchanged": len(report.unchanged),
+        "skipped": [str(error) for error in index.load_errors],
+        "warnings": [str(warning) for warning in index.warnings],
+        "rebuilt": report.rebuilt,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
+            f"({describe_chunker(report.chunker)}): "
+            f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
+            f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped"
+        )
+        if report.rebuilt:
+            print(f"everything re-embedded: {report.rebuilt}")
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from raglab.evaluation.runner import evaluate, format_table, load_questions
+    from raglab.pipeline import ask
+
+    load_questions(args.questions)  # a malformed file fails before the index is built
+    selection = selection_of(args)
+    index = open_index(args)
+    questions = load_questions(args.questions, doc_ids=index.document_ids())
+
+    def answer(q):
+        return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)
+
+    report = evaluate(
+        questions,
+        search=lambda q, depth: index.search(
+            q.question, q.asker, k=depth, method=args.retriever, **selection
+        ),
+        answer=None if args.retrieval_only else answer,
+        k=args.k,
+        retriever=args.retriever,
+        embedder=index.embedder.name,
+    )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(format_table(report))
+    return 0
