@@ -207,7 +207,12 @@ NUMBER_ENTRY_POINTS: list[tuple[str, str, str, Callable[[Any], object]]] = [
         "a finite number from 0 to 1",
         lambda v: raglab.ExtractiveGenerator(min_support=v),
     ),
-    ("OpenAIChatGenerator", "timeout", "a finite number > 0", lambda v: _generator(timeout=v)),
+    (
+        "OpenAIChatGenerator",
+        "timeout",
+        "a finite number from 0.001 to 3600",
+        lambda v: _generator(timeout=v),
+    ),
     (
         "OpenAIChatGenerator",
         "temperature",
