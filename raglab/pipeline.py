@@ -23,7 +23,7 @@ from raglab.generate.abstention import KnownStems
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.generation import Generator, is_abstention
-from raglab.generate.prompting import build_prompt
+from raglab.generate.prompting import build_prompt, check_question
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
@@ -293,8 +293,7 @@ def ask(
     `build_prompt`'s: a model's context window is counted in its own tokens.
     `diversity` and `expansion` change how chunks are chosen (`Index.search`).
     """
-    if not question.strip():
-        raise ValueError("question must not be empty")
+    check_question(question)  # before any work: a bounded question keeps every step bounded
     # expand, retrieve (dense, BM25), fuse, rerank, diversify: k is checked and every
     # depth decided once, where the query path starts (`raglab.query.QueryPlan`)
     hits = index.search(

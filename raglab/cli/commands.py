@@ -127,9 +127,11 @@ def warn_loaded(warnings) -> None:
 
 
 def run_ask(args: argparse.Namespace) -> int:
+    from raglab.generate.prompting import check_question
     from raglab.pipeline import ask
     from raglab.records import Principal
 
+    check_question(args.question)  # before the index is opened: refused in a moment
     generator = make_generator(args)
     selection = selection_of(args)
     index = open_index(args)

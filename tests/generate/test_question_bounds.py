@@ -84,10 +84,6 @@ def test_raglab_ask_refuses_a_question_beyond_the_bound(leave_index):
         raglab.ask(question, leave_index, Principal("u", "default"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs raglab.ask (pipeline.py) to call check_question before retrieval",
-)
 def test_raglab_ask_refuses_a_long_question_before_any_retrieval(leave_index, monkeypatch):
     def no_search(*args, **kwargs):
         raise AssertionError("retrieval ran for a question beyond the bound")
