@@ -279,3 +279,16 @@ def test_ask_keeps_the_sources_within_a_token_budget_in_the_order_asked():
     assert tight["verified"] is True
     bad = raglab("ask", question, "--docs", CORPUS, "--max-tokens", "0", check=False)
     assert bad.returncode == 2 and "--max-tokens" in bad.stderr
+
+
+def test_sources_print_a_hostile_file_name_and_heading_escaped():
+    from raglab.cli.answers import format_answer
+    from raglab.records import Answer, Chunk, Citation, Hit
+
+    chunk = Chunk("p\x1b[31mark.md", 0, "Ten days.", 0, 9, heading="Leave\nraglab: warning: x")
+    hit = Hit(chunk, 1.0)
+    printed = format_answer(
+        Answer("Ten days. [1]", citations=(Citation(1, hit),), retrieved=(hit,))
+    )
+    assert "\x1b" not in printed and "p\\x1b[31mark.md" in printed
+    assert "\nraglab: warning" not in printed

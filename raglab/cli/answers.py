@@ -7,6 +7,8 @@ the answer's [n] marker), `verified` and `invalid_citations`.
 
 from __future__ import annotations
 
+from raglab.text import shown
+
 
 def hit_as_dict(n: int, hit) -> dict:
     chunk = hit.chunk
@@ -36,9 +38,10 @@ def format_answer(answer) -> str:
         lines.append("Sources:")
         for citation in answer.citations:
             chunk = citation.hit.chunk
-            where = f" — {chunk.heading}" if chunk.heading else ""
+            # A file's name and headings are the corpus's text, not ours: escaped for the terminal.
+            where = f" — {shown(chunk.heading)}" if chunk.heading else ""
             lines.append(
-                f"  [{citation.n}] {chunk.doc_id}{where} (chars {chunk.start}-{chunk.end})"
+                f"  [{citation.n}] {shown(chunk.doc_id)}{where} (chars {chunk.start}-{chunk.end})"
             )
     elif not answer.abstained:
         lines.append("(no sources cited)")
