@@ -74,15 +74,16 @@ PYTEST_ARGS ?=
 PYTEST := RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -n auto --dist loadscope
 EVERY_TEST := --doctest-modules raglab tests --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
 
-# make test leaves out the heavy matrix (markers in pyproject.toml) for make test-all, which
-# .ci/run runs; the lint runs after the tests so that a style slip never hides a failing test.
+# make test leaves the heavy matrix (markers in pyproject.toml) to make test-all, which runs
+# make test and then that matrix (.ci/run runs it); the lint runs after the tests so that a
+# style slip never hides a failing test.
+HEAVY := integration or packaging
 test: $(TEST_VENV)/.installed
-	$(PYTEST) -m "not reference and not integration and not packaging" $(EVERY_TEST) $(PYTEST_ARGS)
+	$(PYTEST) -m "not reference and not ($(HEAVY))" $(EVERY_TEST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory lint
 
-test-all: $(TEST_VENV)/.installed
-	$(PYTEST) -m "not reference" $(EVERY_TEST) $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory lint
+test-all: test
+	$(PYTEST) -m "($(HEAVY)) and not reference" tests $(PYTEST_ARGS)
 
 lint: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/ruff check $(LINTED)
