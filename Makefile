@@ -65,25 +65,25 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(LAB_VENV)/.installed
 	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" exercises/00_start_here.ipynb
 
-# Both run on every core (pytest-xdist); --dist loadscope keeps a test module on one worker
-# (its module fixtures are built once) and a notebook's cells too (they share one kernel).
-# The notebooks' embedding cache lives beside the test environment, not in the home folder:
-# notebook 06 reads back the MiniLM vectors notebook 05 computed.
-# Extra pytest arguments: make test PYTEST_ARGS="--durations=30" (or -x, -k NAME, ...).
+# The tests run on every core (pytest-xdist). The notebooks' embedding cache lives beside the
+# test environment, not in the home folder: notebook 06 reads back the MiniLM vectors
+# notebook 05 computed. Extra pytest arguments: make test PYTEST_ARGS="--durations=30".
 PYTEST_ARGS ?=
-PYTEST := RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -n auto --dist loadscope
+PYTEST := RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -n auto
 EVERY_TEST := --doctest-modules raglab tests --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
 
 # make test leaves the heavy matrix (markers in pyproject.toml) to make test-all, which runs
 # make test and then that matrix (.ci/run runs it); the lint runs after the tests so that a
-# style slip never hides a failing test.
+# style slip never hides a failing test. make test hands each worker whole test modules (their
+# module fixtures are built once) and whole notebooks (a notebook's cells share one kernel);
+# the matrix is a few modules of long tests, spread test by test.
 HEAVY := integration or packaging
 test: $(TEST_VENV)/.installed
-	$(PYTEST) -m "not reference and not ($(HEAVY))" $(EVERY_TEST) $(PYTEST_ARGS)
+	$(PYTEST) --dist loadscope -m "not reference and not ($(HEAVY))" $(EVERY_TEST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory lint
 
 test-all: test
-	$(PYTEST) -m "($(HEAVY)) and not reference" tests $(PYTEST_ARGS)
+	$(PYTEST) --dist worksteal -m "($(HEAVY)) and not reference" tests $(PYTEST_ARGS)
 
 lint: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/ruff check $(LINTED)
