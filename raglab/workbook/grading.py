@@ -170,7 +170,8 @@ def run_notebook(
 
 
 def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
-    """Run every cell of `nb` (changed in place) in a fresh kernel of this Python, in `cwd`.
+    """Run every cell of `nb` (changed in place) in a fresh kernel of this Python, in `cwd`;
+    the kernel is shut down when the last cell has run (or the run stopped).
 
     A cell running longer than `timeout` seconds is interrupted. With `allow_errors`, an
     error is kept as the cell's output and the run goes on; without, it stops the run.
@@ -187,9 +188,13 @@ def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
         interrupt_on_timeout=True,
         record_timing=False,
         resources={"metadata": {"path": str(cwd)}},
+        shutdown_kernel="immediate",  # nothing is left to run in it
     )
+    # nbclient leaves running a kernel whose manager it was given; cleanup_kc=True shuts this
+    # one down as soon as the notebook is done (else each kernel waits for the process to end),
+    # and every process the notebook started ends with it. stderr: the kernel's own log.
     try:
-        client.execute(stderr=subprocess.DEVNULL)  # the kernel process's own log, not cell output
+        client.execute(cleanup_kc=True, stderr=subprocess.DEVNULL)
     finally:
         strays.ending_labelled(label)
     return nb

@@ -21,6 +21,8 @@ from raglab.store import sqlite_store
 from raglab.store.errors import StoreError
 from raglab.store.sqlite_store import SQLiteStore
 
+pytestmark = pytest.mark.integration  # races and attacks on the file: make test-all
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "data" / "corpus"
 QUESTIONS = ROOT / "data" / "questions.jsonl"

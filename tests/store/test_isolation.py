@@ -20,6 +20,8 @@ from raglab.ingest.loaders import load_folder
 from raglab.samples import sample_corpus, sample_questions
 from tests.conftest import STORES
 
+pytestmark = pytest.mark.integration  # the heavy matrix: make test-all
+
 TENANT_A, TENANT_B = "acme", "globex"
 QUESTIONS = [q for q in load_questions(sample_questions()) if q.tenant == TENANT_A]
 K = 5

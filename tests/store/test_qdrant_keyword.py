@@ -28,7 +28,10 @@ from tests.conftest import QDRANT_MISSING
 from tests.store import test_isolation, test_stores
 from tests.store.test_qdrant_store import Recorder
 
-pytestmark = pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING)
+pytestmark = [
+    pytest.mark.integration,  # the heavy matrix: make test-all
+    pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING),
+]
 
 DIM = test_stores.DIM
 ANN = Principal("ann", "acme")

@@ -21,7 +21,10 @@ from raglab.store.memory import MemoryStore
 from tests.conftest import QDRANT_MISSING
 from tests.store.test_stores import DIM, random_corpus, unit
 
-pytestmark = pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING)
+pytestmark = [
+    pytest.mark.integration,  # the heavy matrix: make test-all
+    pytest.mark.skipif(bool(QDRANT_MISSING), reason=QDRANT_MISSING),
+]
 
 
 @pytest.fixture(scope="module")
