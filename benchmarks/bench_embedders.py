@@ -88,9 +88,9 @@ def main() -> None:
 
     def cold_hashing() -> None:
         # A new vocabulary every time: clear the per-word hash caches first.
-        from raglab.embed import embedders
+        from raglab.embed import hashing
 
-        for cached in (embedders._word_hash, embedders._bigram_hash, embedders._char_hashes):
+        for cached in (hashing._word_hash, hashing._bigram_hash, hashing._char_hashes):
             cached.cache_clear()
         HashingEmbedder().embed(texts)
 

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import raglab
-from raglab.embed import embedders
-from raglab.embed.embedders import _tfidf, content_words
+from raglab.embed import hashing
+from raglab.embed.hashing import content_words
+from raglab.embed.lsa import _tfidf
 from raglab.generate import extractive
 from raglab.generate.extractive import content_stems, text_units
 from raglab.ingest.chunking import split_sections
@@ -52,7 +53,7 @@ def test_lsa_reads_the_same_words(text):
 
 
 def test_one_stopword_list():
-    assert embedders.STOPWORDS is STOPWORDS is extractive.STOPWORDS
+    assert hashing.STOPWORDS is STOPWORDS is extractive.STOPWORDS
 
 
 @pytest.mark.parametrize("word", sorted(STOPWORDS))

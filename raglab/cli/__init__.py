@@ -63,7 +63,8 @@ def run_command(argv: list[str]) -> int:
 
 def one_blas_thread_for_ask(argv: Sequence[str]) -> None:
     """`raglab ask` answers one question and exits: starting BLAS's thread pool costs it more
-    than the pool saves (cold ask at 20,000 documents: 0.45 -> 0.37 s of CPU). Only takes
-    effect before numpy loads, as in a fresh `raglab` process; a user's own setting wins."""
+    CPU than the pool saves (`benchmarks/bench_scale.py`; the README's Benchmarks section).
+    Only takes effect before numpy loads, as in a fresh `raglab` process; a user's own
+    setting wins."""
     if argv[:1] == ["ask"]:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -59,8 +59,8 @@ MIN_RANDOM_LENGTH = 24
 
 MIN_UNEXPLAINED = 16
 """Characters of key material (`key_material`) a token needs to count as random: two thirds
-of the shortest token judged. On SciFact and ArguAna no token has more than 12
-(`sIL-13Ralpha2-Fc-treated`); 1 random key of 24 characters in 700 has fewer, of 40 none."""
+of the shortest token judged: above what ordinary text reaches, below what almost every
+random key has (`benchmarks/bench_secrets.py`; the README's Benchmarks section)."""
 
 LABELS = (
     # English, as in configuration files and environment variables (DB_PASSWORD=, PGPASSWORD=)

@@ -2,9 +2,8 @@
 
 Reciprocal rank fusion (`reciprocal_rank_fusion`) gives each ranking one vote: a chunk
 scores Σ 1 / (60 + its rank) over the lists it is in. With two rankers it gives both one
-vote each. That helps when both are good and hurts when one is weak: on a public benchmark
-of 5,183 abstracts, RRF of BM25 with the hashing embedder scored nDCG@10 0.572 against
-BM25 alone's 0.665 (`default_fusion` draws the conclusion). Two ways to give the votes a
+vote each. That helps when both are good and hurts when one is weak (`default_fusion`
+draws the conclusion from `benchmarks/bench_beir.py`). Two ways to give the votes a
 weight `w` (the dense side's share):
 
 - **weighted RRF**: score = 2w / (rrf_k + dense rank) + 2(1 - w) / (rrf_k + keyword rank);
@@ -174,20 +173,15 @@ def default_fusion(embedder_name: str) -> Fusion:
 
     A default must not lose to its better half on a corpus nobody has measured:
     - a lexical embedder (`LEXICAL_EMBEDDERS`): `KEYWORD_LED`, so hybrid search ranks as
-      BM25 does and can never fall below it. On a public benchmark (BEIR SciFact: 5,183
-      abstracts, 300 questions, document level; `benchmarks/results/beir.json`) plain RRF
-      fell below BM25 alone with both (nDCG@10 0.665 → 0.572 hashing, 0.517 LSA), and so
-      did weighted RRF at w = 0.1 (0.648, 0.636). Min-max fusion at w = 0.1 held level
-      there (0.667, 0.669), but not once the abstracts were chunked (hashing 0.615 against
-      BM25's 0.616): only w = 0 is safe on a corpus nobody has measured. The price, on the
-      sample questions' held-out half: hashing falls from RRF's 0.945 to BM25's 0.839 (its
-      dense half alone: 0.890); LSA rises, from 0.814 to 0.839.
+      BM25 does and can never fall below it: on a public benchmark every fusion that gave
+      the lexical side a say fell below BM25 alone, or held level only until the
+      documents were chunked;
     - any other embedder (MiniLM, a neural model you plug in): `SCORE_LED`, min-max fusion
-      with equal weights (no weight fitted), which beat both of its halves on the benchmark
-      (0.714 whole, 0.702 chunked, against BM25's 0.665 and dense's 0.650) and on the sample
-      questions (held out: 0.946 against 0.839 and 0.933). Plain RRF beat both halves too
-      but stayed below 0.70 on the benchmark (0.689, 0.693): rank fusion throws away how
-      far ahead a confident MiniLM hit is, score fusion keeps it.
+      with equal weights (no weight fitted), which beat both of its halves there and on
+      the sample questions, where rank fusion, which throws away how far ahead a
+      confident hit is, stayed lower.
+    The figures: `benchmarks/bench_beir.py` (BEIR SciFact, `benchmarks/results/beir.json`)
+    and the README's Benchmarks section.
     Your own labelled questions decide better than any default (`raglab.evaluation.tuning`).
 
     >>> default_fusion("hashing") == KEYWORD_LED, default_fusion("minilm") == SCORE_LED

@@ -6,15 +6,14 @@ Qdrant never scores a point the asker may not read, in a prefetch or in the fuse
 Keyword search in the server. Each chunk's point holds a sparse vector, `SPARSE`:
 - indices: the chunk's words by raglab's tokenizer (`raglab.text.tokenize`), each hashed to
   32 bits (`term_id`; Qdrant's indices are u32). Two words with one id count as one word:
-  the sample corpus's 2,188 distinct words give 0 collisions (about N²/2³³ colliding pairs
-  are expected: 0.0006 here, 1 at about 93,000 distinct words).
+  about N²/2³³ colliding pairs are expected among N distinct words, none in the sample
+  corpus (the README's Benchmarks section).
 - values: BM25's document side, `raglab.retrieve.bm25.term_saturation` with raglab's k1 and b and
   an avgdl fixed when the point is written: the mean length of the chunks that every user
   of the chunk's tenant may read (those without groups). raglab's own avgdl is over the
   asker's readable chunks; for an asker without groups the two are equal. A commit that
-  moves a tenant's avgdl rewrites that tenant's sparse vectors (`rewrite_stale`).
-  (Measured on the sample questions, top 5 by BM25 identical to raglab's: avgdl over the
-  tenant's open chunks 115 of 115, over all the tenant's chunks 113, over the collection 111.)
+  moves a tenant's avgdl rewrites that tenant's sparse vectors (`rewrite_stale`); of the
+  avgdl choices tried, it kept most top-5 rankings identical to raglab's (README, Benchmarks).
 - the question: each distinct word's id, its value the word's count (a repeated word counts
   each time, as in raglab's BM25). Qdrant's IDF modifier multiplies each word by
   ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's idf, and `IdfCorpusParams` counts N and df
@@ -24,23 +23,12 @@ Hybrid in the server: one query, a dense and a sparse prefetch (each k * 4 deep,
 `raglab.query`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
 raglab's `RRF_K` + 1: the same 1 / (60 + rank). Equal scores are put in raglab's order.
 
-Decision, by `benchmarks/bench_qdrant.py` (`benchmarks/results/qdrant.json`; sample corpus,
-the 115 `raglab eval` questions, hashing embedder): the default stays "exact".
-- Server mode finds what exact finds: the same top 5 as the SQLite store on 115 of 115
-  questions for bm25 and for hybrid, and the same nDCG@10 (bm25 0.8461, hybrid 0.9233).
-- Hybrid answers are identical, hits and scores included, on 115 of 115: RRF reads ranks
-  only. The bm25 answers say the same (text and cited chunks: 115 of 115), but only 50
-  of 115 are identical hit for hit: a BM25 score here is Qdrant's float32 sum, not
-  raglab's, and for an asker with groups the avgdl is not theirs. The project's bar
-  ("answers identical to the SQLite store's", every retrieval method) is not met.
-- Nor does it pay in local mode: qdrant-client's local mode scores a sparse query by
-  scanning every point in Python, so the first keyword search of a cold ask took longer
-  (2,000 generated documents: 0.96 s against exact's 0.64 s, one interleaved run). What
-  the server mode saves, reading and fitting the asker's chunks, is saved on a Qdrant
-  server, whose sparse index is inverted; no server was available to measure it here.
-Fused in Qdrant (`hybrid_search`): the same top 5 on 115 of 115, identical on 114: where
-two chunks tie inside one ranking, Qdrant orders them its own way, not by store order, so a
-fused score can differ by one rank's worth.
+Decision: the default stays "exact", because server mode's BM25 answers are not
+identical to the SQLite store's (its scores are Qdrant's float32 sums, and an asker with
+groups gets another avgdl) and in local mode it is slower, scanning every point in Python;
+the figures: `benchmarks/bench_qdrant.py`, `benchmarks/results/qdrant.json`.
+Fused in Qdrant (`hybrid_search`): where two chunks tie inside one ranking, Qdrant orders
+them its own way, not by store order, so a fused score can differ by one rank's worth.
 """
 
 from __future__ import annotations

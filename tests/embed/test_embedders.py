@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglab.embed.embedders import (
-    BLOCK_WEIGHTS,
     Embedder,
     HashingEmbedder,
     LSAEmbedder,
@@ -25,6 +24,7 @@ from raglab.embed.embedders import (
     content_words,
     embedder,
 )
+from raglab.embed.hashing import BLOCK_WEIGHTS
 from raglab.text import fingerprint
 
 # A handful of short support/HR passages, the kind of text raglab indexes.
