@@ -178,7 +178,6 @@ def test_the_engine_has_no_import_circles(graph):
     assert circles(engine) == []
 
 
-@pytest.mark.xfail(reason="raglab.workbook.checks and its modules still import one another")
 def test_the_workbook_has_no_import_circles(graph):
     assert circles(graph) == []
 
