@@ -407,16 +407,18 @@ def shown(name: str) -> str:
     'policies/leave.md'
     >>> shown("a\\nraglab: warning: fake.md")
     'a\\\\nraglab: warning: fake.md'
-    >>> shown("\\x1b[2Jevil.md"), shown("rtl\\u202etxt.md")
-    ('\\\\x1b[2Jevil.md', 'rtl\\\\u202etxt.md')
+    >>> shown("\\x1b[2Jevil.md"), shown("rtl\\u202etxt.md"), shown("caf\\udce9.md")
+    ('\\\\x1b[2Jevil.md', 'rtl\\\\u202etxt.md', 'caf\\\\udce9.md')
     """
     return "".join(_escaped(c) if _unsafe(c) else c for c in name)
 
 
 def _unsafe(char: str) -> bool:
     # Cc: control characters (newline, escape, bell...); Cf: format characters (bidi
-    # overrides, zero-width); Zl/Zp: line and paragraph separators, which also break a line.
-    return unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"}
+    # overrides, zero-width); Zl/Zp: line and paragraph separators, which also break a line;
+    # Cs: lone surrogates, how Python keeps a file name's bytes that are not UTF-8, which
+    # would make printing it fail.
+    return unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp", "Cs"}
 
 
 def _escaped(char: str) -> str:

@@ -100,12 +100,6 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def printable(text: str) -> str:
-    """`text` safe on one terminal line: `shown`, and a name that is not UTF-8 (bytes from
-    another system, kept by Python as surrogates) as backslash escapes instead of a crash."""
-    return shown(text).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     """Every column but the last padded to its widest cell."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -121,7 +115,7 @@ def format_table(report: GradeReport) -> str:
         ("learner", "notebook", "exercise", "points", "result", "message")
     ]
     for learner in report.learners():
-        name = printable(learner)
+        name = shown(learner)
         notebooks = list(dict.fromkeys(g.notebook for g in report.of(learner)))
         with_exercises = [n for n in notebooks if total(report.of(learner, n)).exercises]
         for notebook in notebooks:
@@ -131,17 +125,17 @@ def format_table(report: GradeReport) -> str:
                 rows.append(
                     (
                         name,
-                        printable(notebook),
-                        printable(g.exercise),
+                        shown(notebook),
+                        shown(g.exercise),
                         points,
                         g.result,
-                        _cut(printable(g.message), TABLE_MESSAGE),
+                        _cut(shown(g.message), TABLE_MESSAGE),
                     )
                 )
             if len(with_exercises) > 1 and notebook in with_exercises:
                 t = total(grades)
                 rows.append(
-                    (name, printable(notebook), "(notebook)", f"{t.points}/{t.max_points}", "", "")
+                    (name, shown(notebook), "(notebook)", f"{t.points}/{t.max_points}", "", "")
                 )
         t = total(report.of(learner))
         rows.append((name, "(total)", "", f"{t.points}/{t.max_points}", f"{t.percent:.0f}%", ""))
@@ -174,7 +168,7 @@ def summary_rows(report: GradeReport) -> list[tuple[str, ...]]:
 
 def format_summary(report: GradeReport) -> str:
     """One row per learner: points, maximum, percentage, exercises passed."""
-    rows = [(printable(learner), *rest) for learner, *rest in summary_rows(report)]
+    rows = [(shown(learner), *rest) for learner, *rest in summary_rows(report)]
     return "\n".join(_aligned([SUMMARY_COLUMNS, *rows]))
 
 
@@ -209,7 +203,7 @@ def _write(path: Path, columns: tuple[str, ...], rows: Iterable[Iterable[object]
 
 def spreadsheet_safe(cell: object) -> object:
     """A CSV cell a terminal and a spreadsheet show as text: control characters escaped
-    (`printable`), and one that would start a formula with a leading '.
+    (`raglab.text.shown`), and one that would start a formula with a leading '.
 
     >>> spreadsheet_safe("=1+2"), spreadsheet_safe("@SUM(A1)"), spreadsheet_safe("ann"), spreadsheet_safe(2)
     ("'=1+2", "'@SUM(A1)", 'ann', 2)
@@ -218,5 +212,5 @@ def spreadsheet_safe(cell: object) -> object:
     """
     if not isinstance(cell, str):
         return cell
-    cell = printable(cell)
+    cell = shown(cell)
     return "'" + cell if len(cell) > 1 and cell.startswith(FORMULA_START) else cell

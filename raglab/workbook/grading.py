@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from raglab.text import shown
 from raglab.workbook import strays
 from raglab.workbook.checks.core import one_line
 from raglab.workbook.course import (
@@ -54,7 +55,6 @@ from raglab.workbook.gradebook import (
     GradeReport,
     format_summary,
     format_table,
-    printable,
     total,
     write_csv,
     write_summary_csv,
@@ -388,7 +388,7 @@ def grade(
             if progress is not None:
                 t = total(results[learner])
                 progress(
-                    f"[{done}/{len(work)}] {printable(learner)}: {t.points}/{t.max_points} points "
+                    f"[{done}/{len(work)}] {shown(learner)}: {t.points}/{t.max_points} points "
                     f"({time.monotonic() - start:.0f} s)"
                 )
     return GradeReport(tuple(g for learner in work for g in results[learner]))
@@ -463,7 +463,7 @@ def grade_command(argv: list[str]) -> int:
     try:
         course = course if read_course(course) else None
     except ExerciseError as error:  # the instructor's course itself is malformed
-        print(f"raglab grade: error: {printable(str(error))}", file=sys.stderr)
+        print(f"raglab grade: error: {shown(str(error))}", file=sys.stderr)
         return 1
     if course is None and args.course is not None:
         parser.error(f"--course {args.course} holds no student notebooks (NN_name.ipynb)")
@@ -472,12 +472,12 @@ def grade_command(argv: list[str]) -> int:
     try:
         work = submissions(args.paths)
     except FileNotFoundError as error:
-        print(f"raglab grade: error: {printable(str(error))}", file=sys.stderr)
+        print(f"raglab grade: error: {shown(str(error))}", file=sys.stderr)
         return 1
     if not work:
         print(
             "raglab grade: error: no notebooks (.ipynb) found in "
-            + ", ".join(printable(str(path)) for path in args.paths),
+            + ", ".join(shown(str(path)) for path in args.paths),
             file=sys.stderr,
         )
         return 1

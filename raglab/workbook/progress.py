@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from raglab.text import shown
 from raglab.workbook.checks.core import FAIL, PASS
 from raglab.workbook.exercises import (
     EXERCISES,
@@ -23,7 +24,6 @@ from raglab.workbook.exercises import (
     exercise_list,
     raglab_metadata,
 )
-from raglab.workbook.gradebook import printable
 
 PASSED, NOT_YET, NOT_RUN = "passed", "not yet", "not run"
 
@@ -87,9 +87,9 @@ def folder_progress(folder: Path) -> tuple[list[ExerciseProgress], list[str]]:
 
 def format_progress(entries: list[ExerciseProgress]) -> str:
     marks = {PASSED: PASS, NOT_YET: FAIL, NOT_RUN: "·"}
-    width = max((len(printable(e.notebook)) for e in entries), default=0)
+    width = max((len(shown(e.notebook)) for e in entries), default=0)
     lines = [
-        f"{printable(e.notebook):<{width}}  {marks[e.status]} {printable(e.exercise)} ({e.status})"
+        f"{shown(e.notebook):<{width}}  {marks[e.status]} {shown(e.exercise)} ({e.status})"
         for e in entries
     ]
     done = [e for e in entries if e.status == PASSED]
@@ -117,9 +117,9 @@ def progress_command(argv: list[str]) -> int:
     try:
         entries, problems = folder_progress(args.folder)
     except ExerciseError as error:
-        print(f"raglab progress: error: {printable(str(error))}", file=sys.stderr)
+        print(f"raglab progress: error: {shown(str(error))}", file=sys.stderr)
         return 1
     print(format_progress(entries))
     for problem in problems:
-        print(f"raglab progress: error: {printable(problem)}", file=sys.stderr)
+        print(f"raglab progress: error: {shown(problem)}", file=sys.stderr)
     return 1 if problems else 0
