@@ -14,7 +14,8 @@ from raglab.embed import hashing
 from raglab.embed.hashing import content_words
 from raglab.embed.lsa import _tfidf
 from raglab.generate import extractive
-from raglab.generate.extractive import content_stems, text_units
+from raglab.generate.extractive import text_units
+from raglab.ingest.stems import content_stems
 from raglab.ingest.chunking import split_sections
 from raglab.ingest.loaders import load_file
 from raglab.records import Document

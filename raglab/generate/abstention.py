@@ -31,9 +31,8 @@ from typing import Any
 
 from raglab.embed.embedders import Embedder
 from raglab.generate.evidence import Evidence, weakest_term
-from raglab.ingest.stems import chunk_stems
+from raglab.ingest.stems import chunk_stems, content_stems
 from raglab.records import Chunk
-from raglab.text import content_stems
 
 __all__ = [
     "FEATURES",

@@ -12,7 +12,7 @@ Marker forms (decided here, once):
 - Not markers: ranges like `[1-3]`, words (`[citation needed]`, `[^1]`), empty `[]`.
   A range is left out on purpose: expanding `[1-999999]` would turn one typo into a
   million citations.
-- A marker is read as a reader sees it (`raglab.text.marker_spans`): `［２］`, `【2】`,
+- A marker is read as a reader sees it (`raglab.ingest.markers.marker_spans`): `［２］`, `【2】`,
   `[**2**]` or `&#91;2&#93;` look like `[2]` on screen, so they are `[2]` here too, and a
   made-up one is flagged like any other.
 A number in brackets that is not meant as a citation (a year such as `[2024]`) is read
@@ -25,8 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from raglab.ingest.markers import marker_spans
 from raglab.records import Citation, Hit
-from raglab.text import marker_spans
 
 # The inside of a pair of brackets that cites: integers separated by commas or semicolons.
 _NUMBERS = re.compile(r"-?\d+(?:\s*[,;]\s*-?\d+)*")

@@ -26,7 +26,8 @@ import numpy as np
 
 from raglab.embed.embedders import Embedder
 from raglab.ingest.sentences import Sentence
-from raglab.text import STOPWORDS, content_stems, stem, tokenize
+from raglab.ingest.stems import content_stems, stem
+from raglab.text import STOPWORDS, tokenize
 
 __all__ = ["Evidence", "score_evidence"]
 

@@ -38,7 +38,8 @@ from raglab.ingest.sentences import (
     table_sentences,
     text_units,
 )
-from raglab.text import STOPWORDS, content_stems, stem
+from raglab.ingest.stems import content_stems, stem
+from raglab.text import STOPWORDS
 from raglab.validation import check_int, check_number
 
 # The last seven names moved to the modules of steps 1 and 2; older code imports them here.

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 from raglab.generate.citations import parse_citations
 from raglab.generate.generation import is_abstention
+from raglab.ingest.markers import without_markers
+from raglab.ingest.stems import content_stems
 from raglab.records import Hit
-from raglab.text import content_stems, without_markers
 from raglab.validation import check_number
 
 MIN_COVERAGE = 0.5

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raglab.ingest.instructions import looks_like_instruction
+from raglab.ingest.markers import without_markers
 from raglab.records import Hit
-from raglab.text import markdown_lines, without_markers
+from raglab.text import markdown_lines
 
 __all__ = [
     "Sentence",
@@ -130,7 +131,7 @@ def clean_inline(text: str) -> str:
     would become a citation of our source 3, or (`[9]` of five sources) make the answer
     look fabricated. So every mark a reader would take for a marker is removed before
     quoting, however it is written: `[**3**]`, `［３］`, `【3】`, `&#91;3&#93;`, ...
-    (`raglab.text.marker_spans`).
+    (`raglab.ingest.markers.marker_spans`).
 
     >>> clean_inline("Read the **[guide](http://x)** first [2][`3`]［４］.")
     'Read the guide first.'

@@ -24,9 +24,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from raglab.ingest.stems import content_stems, stem
 from raglab.records import Hit
 from raglab.retrieve.fusion import Fusion, Rankings
-from raglab.text import content_stems, stem, tokenize
+from raglab.text import tokenize
 from raglab.validation import check_int
 
 __all__ = [

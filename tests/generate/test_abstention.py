@@ -28,8 +28,8 @@ from raglab.generate.abstention import (
     vocabulary,
 )
 from raglab.generate.evidence import Evidence
+from raglab.ingest.stems import content_stems
 from raglab.samples import sample_questions
-from raglab.text import content_stems
 
 
 def features(support: float, coverage: float = 1.0) -> AnswerFeatures:

@@ -23,7 +23,7 @@ from raglab.generate.abstention import together
 from raglab.generate.evidence import Evidence
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.prompting import MAX_QUESTION_CHARS, build_prompt, check_question
-from raglab.text import content_stems
+from raglab.ingest.stems import content_stems
 
 LEAVE = "Every full-time employee receives 25 working days of annual leave per calendar year."
 

@@ -19,11 +19,11 @@ from raglab.evaluation import load_questions
 from raglab.generate.abstention import vocabulary
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.loaders import load_folder
+from raglab.ingest.stems import content_stems
 from raglab.records import Chunk
 from raglab.retrieve.bm25 import BM25
 from raglab.retrieve.fusion import reciprocal_rank_fusion
 from raglab.samples import sample_corpus, sample_questions
-from raglab.text import content_stems
 from tests.conftest import QDRANT_MISSING
 from tests.store import test_isolation, test_stores
 from tests.store.test_qdrant_store import Recorder

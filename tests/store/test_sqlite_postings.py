@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from raglab.generate.abstention import vocabulary
+from raglab.ingest.stems import content_stems
 from raglab.records import Chunk, Hit, Principal
 from raglab.retrieve.bm25 import BM25
 from raglab.store.memory import MemoryStore
 from raglab.store.sqlite_store import SQLiteStore
-from raglab.text import content_stems
 
 WORDS = [
     "alpha",

@@ -344,8 +344,8 @@ def test_every_store_has_every_method_of_the_protocol(make_store):
 def test_keyword_search_and_known_stems_answer_alike_in_every_store(make_store):
     """BM25 fitted on the chunks the asker may read; the words of those chunks only."""
     from raglab.generate.abstention import vocabulary
+    from raglab.ingest.stems import content_stems
     from raglab.retrieve.bm25 import BM25
-    from raglab.text import content_stems
 
     store = make_store()
     chunks = [
