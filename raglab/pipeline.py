@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from raglab.embed.embedders import Embedder
 from raglab.embed.embedders import embedder as make_embedder
@@ -38,6 +39,9 @@ from raglab.store.indexing import SyncReport, check_embedder, sync
 from raglab.store.memory import MemoryStore
 from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
+
+if TYPE_CHECKING:
+    from raglab.store.qdrant_store import QdrantStore
 
 DEFAULT_EMBEDDER = "hashing"
 DEFAULT_METHOD = "hybrid"
@@ -84,7 +88,7 @@ class Index:
         folder: str | Path,
         *,
         embedder: str | Embedder = DEFAULT_EMBEDDER,
-        chunker: Chunker | Callable[[dict | None], Chunker] | None = None,
+        chunker: Chunker | Callable[[dict[str, Any] | None], Chunker] | None = None,
         path: str | Path | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
@@ -115,7 +119,9 @@ class Index:
         )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
 
-        def index(store: VectorStore, recorded: dict | None) -> tuple[SyncReport, list]:
+        def index(
+            store: VectorStore, recorded: dict[str, Any] | None
+        ) -> tuple[SyncReport, list[DocumentError]]:
             """Chunk (within the limits) and sync; returns the report and the refused files."""
             cutter = choose(recorded)
             documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
@@ -171,9 +177,10 @@ class Index:
         return cls(store, embedder)
 
     @property
-    def chunker_params(self) -> dict | None:
+    def chunker_params(self) -> dict[str, Any] | None:
         """The chunker settings the index was built with (`Chunker.params()`), as recorded."""
-        return self.store.meta["chunker"]
+        params: dict[str, Any] | None = self.store.meta["chunker"]
+        return params
 
     def document_ids(self) -> frozenset[str]:
         """The ids of the documents the index holds."""
@@ -226,11 +233,15 @@ class Index:
     ) -> list[Hit]:
         """The top-k chunks `principal` may read, ranked for `question` by `method`: the
         query path of `raglab.query` (expand, retrieve, fuse, rerank, diversify)."""
-        options = {"min_score": min_score, "diversity": diversity, "expansion": expansion}
-        return self.retriever(method, **options).search(question, principal, k)
+        retriever = self.retriever(
+            method, min_score=min_score, diversity=diversity, expansion=expansion
+        )
+        return retriever.search(question, principal, k)
 
 
-def store_class(backend: str, qdrant_url: str | None) -> tuple[type, dict]:
+def store_class(
+    backend: str, qdrant_url: str | None
+) -> tuple[type[SQLiteStore] | type[QdrantStore], dict[str, Any]]:
     """The store class for an index on disk and the options it opens with."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown store {backend!r}; choose from: {', '.join(BACKENDS)}")

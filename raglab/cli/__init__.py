@@ -58,7 +58,8 @@ def run_command(argv: list[str]) -> int:
     from raglab.cli.parser import build_parser
 
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    code: int = args.run(args)  # each command's run_* returns its exit code
+    return code
 
 
 def one_blas_thread_for_ask(argv: Sequence[str]) -> None:

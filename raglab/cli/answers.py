@@ -7,10 +7,15 @@ the answer's [n] marker), `verified` and `invalid_citations`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from raglab.text import shown
 
+if TYPE_CHECKING:
+    from raglab.records import Answer, Hit
 
-def hit_as_dict(n: int, hit) -> dict:
+
+def hit_as_dict(n: int, hit: Hit) -> dict[str, Any]:
     chunk = hit.chunk
     return {
         "n": n,
@@ -21,7 +26,7 @@ def hit_as_dict(n: int, hit) -> dict:
     }
 
 
-def answer_as_dict(answer) -> dict:
+def answer_as_dict(answer: Answer) -> dict[str, Any]:
     return {
         "answer": answer.text,
         "abstained": answer.abstained,
@@ -32,7 +37,7 @@ def answer_as_dict(answer) -> dict:
     }
 
 
-def format_answer(answer) -> str:
+def format_answer(answer: Answer) -> str:
     lines = [answer.text, ""]
     if answer.citations:
         lines.append("Sources:")

@@ -11,11 +11,33 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from raglab.cli.answers import answer_as_dict, format_answer
 
+if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CLI loads
+    from raglab.evaluation.questions import Question
+    from raglab.generate.openai_http import OpenAIChatGenerator
+    from raglab.ingest.chunking import Chunker
+    from raglab.ingest.loaders import DocumentError
+    from raglab.pipeline import Index, Limits
+    from raglab.records import Answer
+    from raglab.retrieve.diversity import Diversity
+    from raglab.retrieve.query_expansion import QueryExpansion
 
-def store_of(args: argparse.Namespace) -> dict:
+
+class StoreArguments(TypedDict):
+    backend: str
+    qdrant_url: str | None
+
+
+class Selection(TypedDict):
+    diversity: Diversity | None
+    expansion: QueryExpansion | None
+
+
+def store_of(args: argparse.Namespace) -> StoreArguments:
     """Index.open's and Index.from_folder's store arguments, from --store and --qdrant-url."""
     if args.index is None and (args.store or args.qdrant_url):
         raise ValueError("--store and --qdrant-url apply to --index, not to --docs")
@@ -25,13 +47,13 @@ def store_of(args: argparse.Namespace) -> dict:
     return {"backend": backend, "qdrant_url": args.qdrant_url}
 
 
-def limits_of(args: argparse.Namespace):
+def limits_of(args: argparse.Namespace) -> Limits:
     from raglab.pipeline import Limits
 
     return Limits(args.max_file_bytes, args.max_files, args.max_chunks, args.secrets)
 
 
-def selection_of(args: argparse.Namespace) -> dict:
+def selection_of(args: argparse.Namespace) -> Selection:
     """ask's and Index.search's `diversity` and `expansion`, from the options."""
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
@@ -59,7 +81,7 @@ def selection_of(args: argparse.Namespace) -> dict:
     return {"diversity": diversity, "expansion": expansion}
 
 
-def open_index(args: argparse.Namespace):
+def open_index(args: argparse.Namespace) -> Index:
     """An Index from --docs (in memory) or --index (a file), reporting skipped files."""
     from raglab.pipeline import DEFAULT_EMBEDDER, Index
 
@@ -81,7 +103,7 @@ def open_index(args: argparse.Namespace):
     return index
 
 
-def make_chunker(args: argparse.Namespace, recorded: dict | None = None):
+def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = None) -> Chunker:
     """The Chunker the options ask for; one left out takes `recorded`'s value, else the default."""
     from raglab.ingest.chunking import Chunker
 
@@ -96,7 +118,7 @@ def make_chunker(args: argparse.Namespace, recorded: dict | None = None):
         raise ValueError(f"--chunker/--chunk-size/--overlap: {error}") from None
 
 
-def check_chunker(args: argparse.Namespace, recorded: dict | None) -> None:
+def check_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None) -> None:
     """Refuse chunker options that differ from the ones an index file was built with."""
     if (args.chunker, args.chunk_size, args.overlap) == (None, None, None):
         return  # the index's own chunks, whatever they are
@@ -109,19 +131,19 @@ def check_chunker(args: argparse.Namespace, recorded: dict | None) -> None:
         )
 
 
-def describe_chunker(params: dict | None) -> str:
+def describe_chunker(params: Mapping[str, object] | None) -> str:
     if not params:
         return "(none recorded)"
     names = ("kind", "size", "overlap", "version")
     return ", ".join(f"{name}={params.get(name)!r}" for name in names)
 
 
-def warn_load_errors(errors) -> None:
+def warn_load_errors(errors: Iterable[DocumentError]) -> None:
     for error in errors:
         print(f"raglab: skipped {error}", file=sys.stderr)
 
 
-def warn_loaded(warnings) -> None:
+def warn_loaded(warnings: Iterable[DocumentError]) -> None:
     for warning in warnings:  # loaded, but changed (a secret cut out) or doubtful
         print(f"raglab: warning: {warning}", file=sys.stderr)
 
@@ -154,7 +176,7 @@ def run_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_generator(args: argparse.Namespace):
+def make_generator(args: argparse.Namespace) -> OpenAIChatGenerator | None:
     if args.llm_url is None:
         if args.llm_model is not None:
             raise ValueError("--llm-model needs --llm-url")
@@ -182,6 +204,8 @@ def run_index(args: argparse.Namespace) -> int:
     warn_load_errors(index.load_errors)
     warn_loaded(index.warnings)
     report = index.report
+    if report is None:  # from_folder always reports the sync it ran
+        raise RuntimeError("Index.from_folder returned no sync report")
     summary = {
         "index": str(args.index),
         "embedder": index.embedder.name,
@@ -217,7 +241,7 @@ def run_eval(args: argparse.Namespace) -> int:
     index = open_index(args)
     questions = load_questions(args.questions, doc_ids=index.document_ids())
 
-    def answer(q):
+    def answer(q: Question) -> Answer:
         return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)
 
     report = evaluate(

@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def corpus_options(sub: argparse.ArgumentParser, k_help: str = "how many chunks to retrieve"):
+    def corpus_options(
+        sub: argparse.ArgumentParser, k_help: str = "how many chunks to retrieve"
+    ) -> None:
         source = sub.add_mutually_exclusive_group(required=True)
         source.add_argument(
             "--docs", metavar="DIR", type=Path, help="a folder of .md/.txt files, indexed in memory"

@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from raglab.records import Hit
 from raglab.text import tokenize
@@ -74,7 +75,7 @@ def _shingles(text: str, n: int) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
-def jaccard(a: frozenset, b: frozenset) -> float:
+def jaccard(a: frozenset[object], b: frozenset[object]) -> float:
     """|a ∩ b| / |a ∪ b|: 1 for equal sets, 0 for disjoint ones (and for two empty sets).
 
     >>> jaccard(frozenset("abc"), frozenset("bcd"))
@@ -114,7 +115,7 @@ def dedup(
 
 
 def mmr(
-    relevance: Sequence[float],
+    relevance: ArrayLike,
     similarity: np.ndarray,
     k: int,
     *,
@@ -209,15 +210,19 @@ class Diversity:
                 list(hits[:k]) if threshold is None else dedup(hits, threshold=threshold, limit=k)
             )
 
-        def new(i: int, chosen: list[int]) -> bool:  # not a near duplicate of a chosen hit
-            text = hits[i].chunk.text
-            return not any(
-                near_duplicates(text, hits[j].chunk.text, threshold=threshold) for j in chosen
-            )
+        keep: Callable[[int, list[int]], bool] | None = None
+        if threshold is not None:
+
+            def new(i: int, chosen: list[int]) -> bool:  # not a near duplicate of a chosen hit
+                text = hits[i].chunk.text
+                return not any(
+                    near_duplicates(text, hits[j].chunk.text, threshold=threshold) for j in chosen
+                )
+
+            keep = new
 
         vectors = stored_vectors(store, hits)  # unit rows
         similarity = vectors @ vectors.T
-        keep = None if threshold is None else new
         order = mmr(relevance_of(hits), similarity, k, lambda_=self.lambda_, keep=keep)
         return [hits[i] for i in order]
 

@@ -30,7 +30,7 @@ codes, SKUs) gain nothing from synonyms while their rankings get diluted.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -83,7 +83,7 @@ def feedback_terms(
     n_terms = check_int("n_terms", n_terms, minimum=0)
     asked = set(tokenize(question))
     df = Counter(word for chunk in collection for word in set(tokenize(chunk.text)))
-    weight: Counter[str] = Counter()
+    weight: defaultdict[str, float] = defaultdict(float)  # a Counter holds ints
     for rank, chunk in enumerate(feedback, start=1):
         words = tokenize(chunk.text)
         for word, count in Counter(words).items():

@@ -206,7 +206,8 @@ class LinearReranker:
 
     def scores(self, question: str, cands: Sequence[Candidate]) -> np.ndarray:
         x = (features(question, cands) - np.array(self.mean)) / np.array(self.scale)
-        return x @ np.array(self.weights)
+        scores: np.ndarray = x @ np.array(self.weights)
+        return scores
 
     def rerank(self, question: str, cands: Sequence[Candidate], k: int) -> list[Hit]:
         scores = self.scores(question, cands)
@@ -226,7 +227,9 @@ class LinearReranker:
 
 @cache
 def _stored() -> dict[str, Any]:
-    return json.loads(resources.files("raglab.retrieve").joinpath(WEIGHTS_FILE).read_text("utf-8"))
+    text = resources.files("raglab.retrieve").joinpath(WEIGHTS_FILE).read_text("utf-8")
+    stored: dict[str, Any] = json.loads(text)
+    return stored
 
 
 def stored_figures(profile: str) -> dict[str, Any]:
@@ -234,7 +237,8 @@ def stored_figures(profile: str) -> dict[str, Any]:
     entries = _stored()["rerankers"]
     if profile not in entries:
         raise KeyError(f"no reranker fitted for {profile!r}; fitted: {', '.join(sorted(entries))}")
-    return entries[profile]
+    entry: dict[str, Any] = entries[profile]
+    return entry
 
 
 def load_reranker(profile: str) -> LinearReranker:

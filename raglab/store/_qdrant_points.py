@@ -86,7 +86,8 @@ def chunk_point(chunk: Chunk, vector: np.ndarray, sparse: Any, avgdl: float, len
 
 def dense(vector: Any) -> list[float]:
     """The unnamed dense vector of a point read with its vectors (a dict once it has two)."""
-    return vector[""] if isinstance(vector, dict) else vector
+    values: list[float] = vector[""] if isinstance(vector, dict) else vector
+    return values
 
 
 def meta_point(payload: dict[str, Any]) -> Any:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from raglab.records import Chunk, DocRecord, Document, Principal
 
@@ -114,7 +115,7 @@ class AccessIndex:
         return self._cache[key]
 
 
-def _frozen_rows(rows) -> np.ndarray:
+def _frozen_rows(rows: ArrayLike) -> np.ndarray:
     """An int64 array nobody can modify in place (it is shared through the cache)."""
     array = np.array(rows, dtype=np.int64)
     array.setflags(write=False)

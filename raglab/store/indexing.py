@@ -75,7 +75,7 @@ def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None
             )
         return
     name, dim, recorded = meta["embedder_name"], meta["embedder_dim"], meta["embedder_version"]
-    version = embedder.version
+    version: str | None = embedder.version
     if isinstance(recorded, dict) and tenant is None:  # fitted per tenant: name and dim only
         recorded = version = None
     elif isinstance(recorded, dict):  # the version of this tenant's fit
@@ -94,7 +94,7 @@ def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None
         )
 
 
-def _describe(name: str, dim: int, version: str | None) -> str:
+def _describe(name: str, dim: int | None, version: str | None) -> str:
     """How a message names an embedder; version None: one fit per tenant, not named."""
     settings = "fitted per tenant" if version is None else f"version={version!r}"
     return f"{name!r} (dim={dim}, {settings})"
@@ -103,7 +103,8 @@ def _describe(name: str, dim: int, version: str | None) -> str:
 def _fit(embedder: Any, tenant: str, texts: Sequence[str]) -> Embedder:
     """`embedder` fitted on one tenant's texts; a failed fit names the tenant."""
     try:
-        return embedder.fit(texts)
+        fitted: Embedder = embedder.fit(texts)
+        return fitted
     except ValueError as error:
         raise ValueError(
             f"cannot fit embedder {embedder.name!r} on the chunks of tenant {tenant!r}: {error}"
@@ -291,7 +292,8 @@ def _stored_vectors(
             return {}
     elif recorded != embedder.version:
         return {}
-    vectors, cache = store.vectors(), {}
+    vectors = store.vectors()
+    cache: dict[tuple[str, str], np.ndarray] = {}
     for row, chunk in enumerate(store.chunks()):
         scope = chunk.tenant if fits else ""
         if not fits or scope in tenants:

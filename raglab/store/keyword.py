@@ -34,8 +34,8 @@ class ChunkKeywords:
 
     def __init__(self, eligibility: Eligibility) -> None:
         self.eligibility = eligibility
-        self._bm25s: dict[tuple, BM25] = {}
-        self._words: dict[tuple, frozenset[str]] = {}
+        self._bm25s: dict[tuple[str, tuple[str, ...]], BM25] = {}  # by `access.key`
+        self._words: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
 
     def search(
         self, question: str, principal: Principal, k: int, *, min_score: float = 0.0

@@ -60,7 +60,8 @@ class MemoryStore(SnapshotReads):
 
     @property
     def meta(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self._meta))  # a deep copy: callers cannot edit the store
+        copy: dict[str, Any] = json.loads(json.dumps(self._meta))  # a deep copy: callers
+        return copy  # cannot edit the store
 
     def __len__(self) -> int:
         return sum(len(doc.chunks) for doc in self._docs.values())

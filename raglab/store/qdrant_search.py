@@ -190,7 +190,7 @@ def dense_candidates(
     search = qdrant().models.SearchParams(exact=exact)
 
     def fetch(limit: int) -> list[Any]:
-        return client.query_points(
+        points: list[Any] = client.query_points(
             collection,
             query=query.tolist(),
             query_filter=readable,  # access decided inside the query, before scoring
@@ -199,6 +199,7 @@ def dense_candidates(
             with_vectors=[""],
             search_params=search,
         ).points
+        return points
 
     return candidates(fetch, k)
 
@@ -259,7 +260,7 @@ def keyword_hits(
     models = qdrant().models
 
     def fetch(limit: int) -> list[Any]:
-        return client.query_points(
+        points: list[Any] = client.query_points(
             collection,
             query=query,
             using=SPARSE,
@@ -268,6 +269,7 @@ def keyword_hits(
             limit=limit,
             with_payload=True,
         ).points
+        return points
 
     # BM25's scores are float32 and equal ones go in store order, as in raglab.retrieve.bm25.
     hits = ranked(candidates(fetch, k), lambda c: (c.doc_id, c.index), np.float32)
@@ -306,7 +308,7 @@ def hybrid_hits(
         )
 
     def fetch(limit: int) -> list[Any]:
-        return client.query_points(
+        points: list[Any] = client.query_points(
             collection,
             prefetch=prefetch,
             query=models.RrfQuery(rrf=models.Rrf(k=RRF_K + 1)),  # ranks from 0: 1 / (60 + rank)
@@ -314,6 +316,7 @@ def hybrid_hits(
             limit=limit,
             with_payload=True,
         ).points
+        return points
 
     return ranked(candidates(fetch, k), lambda c: c.id, float)[:k]  # RRF's tie rule: chunk id
 

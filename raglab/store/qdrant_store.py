@@ -104,7 +104,7 @@ class QdrantStore:
         self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
         self._pending: Pending | None = None
         self._depth = 0
-        self._listed: tuple[str, ChunkKeywords] | None = None  # see _listing()
+        self._listed: tuple[str | None, ChunkKeywords] | None = None  # see _listing()
 
     def __repr__(self) -> str:
         return f"QdrantStore({self.path!r}, dim={self.dim}, chunks={len(self)})"
@@ -189,7 +189,8 @@ class QdrantStore:
 
     @property
     def dim(self) -> int | None:
-        return self._read_meta()["dim"]
+        dim: int | None = self._read_meta()["dim"]
+        return dim
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -200,7 +201,8 @@ class QdrantStore:
         if not self._client.collection_exists(self._chunks_name):
             return 0
         every = readable_filter(None, self._read_meta()["journal"])
-        return self._client.count(self._chunks_name, count_filter=every, exact=True).count
+        count: int = self._client.count(self._chunks_name, count_filter=every, exact=True).count
+        return count
 
     def documents(self) -> dict[str, DocRecord]:
         journal = set(self._read_meta()["journal"])
@@ -400,4 +402,5 @@ class QdrantStore:
         if doc_id in meta["journal"] or not self._client.collection_exists(self._chunks_name):
             return 0
         of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
-        return self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
+        count: int = self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
+        return count

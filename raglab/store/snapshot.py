@@ -43,10 +43,10 @@ class Snapshot:
         self.matrix = matrix
         self.eligibility = Eligibility(chunks, superseded, documents)
         self.keywords = ChunkKeywords(self.eligibility)
-        self._blocks: dict[tuple, np.ndarray] = {}
+        self._blocks: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}  # by `eligibility.key`
 
     @property
-    def chunks(self) -> tuple[Chunk, ...]:
+    def chunks(self) -> Sequence[Chunk]:
         return self.eligibility.chunks
 
     def eligible(self, principal: Principal) -> tuple[np.ndarray, np.ndarray]:

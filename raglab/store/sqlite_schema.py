@@ -113,10 +113,11 @@ def chunk_of(row: Sequence[Any], parsed: dict[str, tuple[str, ...]] | None = Non
     parsed = {} if parsed is None else parsed
     if row[8] not in parsed:
         parsed[row[8]] = tuple(json.loads(row[8]))
-    return Chunk(*row[:8], parsed[row[8]], row[9])
+    doc_id, index, text, start, end, heading, title, tenant = row[:8]
+    return Chunk(doc_id, index, text, start, end, heading, title, tenant, parsed[row[8]], row[9])
 
 
-def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple:
+def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple[Any, ...]:
     """A chunk as a row, in CHUNK_COLUMNS order."""
     return (
         chunk.doc_id,

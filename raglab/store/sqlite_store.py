@@ -66,6 +66,8 @@ class SQLiteStore(SnapshotReads):
     which sorts exactly like Python compares str.
     """
 
+    _meta: dict[str, Any]  # the settings as last read (`_load_settings`) or written
+
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         """Use `create`, `open` or `writing`; this wraps an already checked connection."""
         self.path = path
@@ -167,10 +169,12 @@ class SQLiteStore(SnapshotReads):
     @property
     def meta(self) -> dict[str, Any]:
         self._refresh()
-        return json.loads(json.dumps(self._meta))
+        copy: dict[str, Any] = json.loads(json.dumps(self._meta))
+        return copy
 
     def __len__(self) -> int:
-        return self._run("SELECT COUNT(*) FROM chunks")[0][0]
+        count: int = self._run("SELECT COUNT(*) FROM chunks")[0][0]
+        return count
 
     def documents(self) -> dict[str, DocRecord]:
         with sqlite_errors(self.path):
@@ -290,7 +294,7 @@ class SQLiteStore(SnapshotReads):
 
     # -- internals
 
-    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every statement goes through here, so every SQLite failure becomes one clear error."""
         with sqlite_errors(self.path):
             return self._con.execute(sql, params).fetchall()

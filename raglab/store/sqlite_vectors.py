@@ -54,22 +54,23 @@ class VectorFile:
         computed row by row (`raglab.retrieve.vectors.exact_scores`), and the blocks' winners are
         merged by score, then store position.
         """
-        eligible = np.isin(self.rows[:, 1], np.fromiter(parts, np.int64))
+        eligible: np.ndarray = np.isin(self.rows[:, 1], np.fromiter(parts, np.int64))
         if hidden is not None and hidden.size:  # documents superseded for this asker
             eligible &= ~np.isin(self.rows[:, 0], hidden)
         eligible = np.flatnonzero(eligible)
         if not eligible.size:
             return eligible, eligible, np.empty(0, np.float32)
         every_row = eligible.size == len(self.rows)
-        positions, scores = [], []
+        block_positions: list[np.ndarray] = []
+        block_scores: list[np.ndarray] = []
         for start in range(0, eligible.size, BLOCK_ROWS):
             block = eligible[start : start + BLOCK_ROWS]
             # Every row eligible: a slice of the mapped file, no copy; else the block's rows.
             rows = self.matrix[start : start + block.size] if every_row else self.matrix[block]
             found = top_k(query, rows, k, normalised=True)
-            positions.append(block[found.indices])
-            scores.append(found.scores)
-        positions, scores = np.concatenate(positions), np.concatenate(scores)
+            block_positions.append(block[found.indices])
+            block_scores.append(found.scores)
+        positions, scores = np.concatenate(block_positions), np.concatenate(block_scores)
         order = np.argsort(positions, kind="stable")  # ties go to the lower store position
         positions, scores = positions[order], scores[order]
         chosen, best = select_top_k(scores, k)
@@ -144,7 +145,8 @@ def change_counter(index: Path) -> int:
 
 
 def _count(con: sqlite3.Connection) -> int:
-    return con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    count: int = con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    return count
 
 
 def _paths(index: Path, generation: str) -> tuple[Path, Path]:
