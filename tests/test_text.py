@@ -15,9 +15,9 @@ from raglab.embed.hashing import content_words
 from raglab.embed.lsa import _tfidf
 from raglab.generate import extractive
 from raglab.generate.extractive import text_units
-from raglab.ingest.stems import content_stems
 from raglab.ingest.chunking import split_sections
 from raglab.ingest.loaders import load_file
+from raglab.ingest.stems import content_stems
 from raglab.records import Document
 from raglab.text import (
     STOPWORDS,
