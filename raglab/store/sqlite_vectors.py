@@ -17,11 +17,16 @@ held in memory.
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
+import re
+import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,25 +94,68 @@ def vector_file(con: sqlite3.Connection, index: Path, generation: str, dim: int)
 
 
 def write_vector_file(con: sqlite3.Connection, index: Path, generation: str, dim: int) -> None:
-    """Write the files of `generation` from the index's rows, and delete other generations'."""
+    """Write the files of `generation` from the index's rows, and delete other generations'.
+
+    Each file is written under a temporary name, flushed to disk and renamed into place, so
+    a reader (another process, a copy being made) sees a whole file or none; there must be
+    room for both first (`OSError` ENOSPC otherwise, before a byte is written: a memory map
+    on a full disk ends the process with SIGBUS instead of an error).
+    """
+    count = _count(con)
+    _check_room(index, needed=count * dim * 4 + count * 16 + 2 * 4096)
     vectors, rows = _paths(index, generation)
-    handle, tmp = tempfile.mkstemp(dir=index.parent, prefix=f".{index.name}.", suffix=".npy")
-    os.close(handle)
-    try:
-        os.chmod(tmp, index.stat().st_mode & 0o666)  # readable by whoever may read the index
-        matrix = np.lib.format.open_memmap(
-            tmp, mode="w+", dtype=np.float32, shape=(_count(con), dim)
-        )
+    with _temporary(index) as tmp:
+        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(count, dim))
         data = _read_rows(con, index, matrix)
         matrix.flush()
         del matrix
-        np.save(rows, data.rows)
+        with _temporary(index) as tmp_rows:
+            with tmp_rows.open("wb") as file:
+                np.save(file, data.rows)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp_rows, rows)
+        with tmp.open("rb+") as file:
+            os.fsync(file.fileno())
         os.replace(tmp, vectors)  # the vectors last: both files exist only once both are whole
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    for stale in index.parent.glob(f"{glob.escape(index.name)}.*.*.npy"):
-        if not stale.name.startswith(f"{index.name}.{generation}."):
+    for stale in index.parent.glob(f"{glob.escape(index.name)}.*.npy"):
+        if _written_by_raglab(stale, index) and not stale.name.startswith(
+            f"{index.name}.{generation}."
+        ):
             stale.unlink(missing_ok=True)
+
+
+def _written_by_raglab(path: Path, index: Path) -> bool:
+    """True only for a name this module writes: `<index>.<32 hex>-<counter>.vectors.npy` or
+    `.rows.npy`. A user's own `<index>.backup.old.npy` beside the index is never touched."""
+    name = re.escape(index.name)
+    return (
+        re.fullmatch(rf"{name}\.[0-9a-f]{{32}}-\d+\.(?:vectors|rows)\.npy", path.name) is not None
+    )
+
+
+def _check_room(index: Path, *, needed: int) -> None:
+    free = shutil.disk_usage(index.parent).free
+    if free < needed:
+        raise OSError(
+            errno.ENOSPC,
+            f"no room beside the index for its vector file: {needed:,} bytes needed, "
+            f"{free:,} free in {str(index.parent)!r}",
+        )
+
+
+@contextmanager
+def _temporary(index: Path) -> Iterator[Path]:
+    """A new hidden file beside the index, readable by whoever may read the index; removed
+    on the way out unless it was renamed into place."""
+    handle, name = tempfile.mkstemp(dir=index.parent, prefix=f".{index.name}.", suffix=".npy")
+    os.close(handle)
+    path = Path(name)
+    try:
+        os.chmod(path, index.stat().st_mode & 0o666)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _read_rows(con: sqlite3.Connection, index: Path, matrix: np.ndarray) -> VectorFile:
