@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import queue
 import subprocess
 import sys
 import time
@@ -46,6 +47,7 @@ DEFAULT_TIMEOUT = 60  # seconds per cell
 DEFAULT_POINTS = 1  # an exercise that declares no points
 MARKER = "RAGLAB-GRADES "  # starts the line that carries the grades out of the kernel
 CHECKPOINTS = ".ipynb_checkpoints"  # Jupyter's autosave copies: not submissions
+POLL = 0.5  # seconds: the longest single wait for a kernel message (see kernel_manager)
 
 
 # --- inside the learner's kernel -----------------------------------------------------------
@@ -121,10 +123,14 @@ def declared_exercises(nb: dict, expected: Sequence[dict] = ()) -> list[dict[str
 
 
 def kernel_manager():
-    """A kernel running this very Python, whatever kernels Jupyter has registered."""
+    """A kernel running this very Python, whatever kernels Jupyter has registered, talked
+    to by a client that waits for the kernel's messages in short polls."""
     import ipykernel.kernelspec
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import Type
 
     class CurrentPython(KernelSpecManager):
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
@@ -133,7 +139,27 @@ def kernel_manager():
                 **ipykernel.kernelspec.get_kernel_dict(),
             )
 
-    return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=CurrentPython())
+    class PolledChannel(AsyncZMQSocketChannel):
+        # One long wait on the socket can miss a message's arrival and sleep out its whole
+        # timeout (jupyter/nbclient#312): about one run in fifty of a cell that draws a
+        # widget stalled for the full time a cell is allowed, though the kernel had replied.
+        async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                left = POLL if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    return await super().get_msg(timeout=min(POLL, left))
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+
+    class PolledClient(AsyncKernelClient):
+        shell_channel_class = Type(PolledChannel)
+        iopub_channel_class = Type(PolledChannel)
+
+    return AsyncKernelManager(
+        kernel_name="python3", kernel_spec_manager=CurrentPython(), client_factory=PolledClient
+    )
 
 
 def run_notebook(
