@@ -24,6 +24,7 @@ import contextlib
 import io
 import json
 import os
+import queue
 import subprocess
 import sys
 import time
@@ -68,6 +69,7 @@ NO_COURSE = (
     "no course to take exercises and points from (pass --course DIR: the student notebooks "
     f"you handed out); each exercise a notebook declares counts {DEFAULT_POINTS} point"
 )
+POLL = 0.5  # seconds: the longest single wait for a kernel message (see kernel_manager)
 
 
 # --- inside the learner's kernel -----------------------------------------------------------
@@ -134,10 +136,14 @@ def declared_exercises(nb: dict) -> list[dict[str, Any]]:
 
 def kernel_manager(env: dict[str, str] | None = None):
     """A kernel running this very Python, whatever kernels Jupyter has registered, with `env`
-    added to its environment."""
+    added to its environment, talked to by a client that waits for its messages in short
+    polls."""
     import ipykernel.kernelspec
+    from jupyter_client import AsyncKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import Type
 
     class CurrentPython(KernelSpecManager):
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
@@ -147,7 +153,28 @@ def kernel_manager(env: dict[str, str] | None = None):
                 **ipykernel.kernelspec.get_kernel_dict(),
             )
 
-    return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=CurrentPython())
+    class PolledChannel(AsyncZMQSocketChannel):
+        # One long wait on the socket can miss a message's arrival and sleep out its whole
+        # timeout (jupyter/nbclient#312): about one run in fifty of a cell that draws a
+        # widget stalled for the full time a cell is allowed, though the kernel had replied.
+        # (jupyter_client declares the async channel's get_msg with the sync return type)
+        async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                left = POLL if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    return await super().get_msg(timeout=min(POLL, left))
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+
+    class PolledClient(AsyncKernelClient):
+        shell_channel_class = Type(PolledChannel)
+        iopub_channel_class = Type(PolledChannel)
+
+    return AsyncKernelManager(
+        kernel_name="python3", kernel_spec_manager=CurrentPython(), client_factory=PolledClient
+    )
 
 
 def run_notebook(
