@@ -139,7 +139,7 @@ def kernel_manager(env: dict[str, str] | None = None):
     added to its environment, talked to by a client that waits for its messages in short
     polls."""
     import ipykernel.kernelspec
-    from jupyter_client import AsyncKernelClient
+    from jupyter_client.asynchronous.client import AsyncKernelClient
     from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
