@@ -1,6 +1,6 @@
 """Exact against approximate (HNSW) search: recall@10 against speed, and what grows with N.
 
-Exact search is raglab's `top_k` over a `UnitMatrix` (every row scored); approximate search
+Exact search is the engine's `top_k` (`raglab.retrieve._fast`, what the stores call) over a `UnitMatrix` (every row scored); approximate search
 is hnswlib's HNSW graph (the algorithm Qdrant uses), over the same unit rows with the inner
 product. For each index (M, ef_construction) and each ef_search:
 
@@ -53,7 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import print_table
 
-from raglab.retrieve.vectors import UnitMatrix, top_k
+from raglab.retrieve._fast import top_k  # what the stores call: the reference's answer, faster
+from raglab.retrieve.vectors import UnitMatrix
 from raglab.workbook.checks.scale import reference_knn_recall as recall_at_k  # notebook 11's
 from raglab.workbook.viz_scale import clustered_unit_vectors
 
@@ -240,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeats": REPEATS,
         "threads": 1,
         "data": "raglab.workbook.viz_scale.clustered_unit_vectors(seed=0): 1,000 topics, unit float32",
-        "exact": "raglab.top_k over a UnitMatrix",
+        "exact": "raglab.retrieve._fast.top_k over a UnitMatrix",
         "library": f"hnswlib {metadata.version('hnswlib')}, space='ip'",
         "numpy": np.__version__,
         "python": platform.python_version(),
