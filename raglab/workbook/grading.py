@@ -126,7 +126,7 @@ def kernel_manager():
     """A kernel running this very Python, whatever kernels Jupyter has registered, talked
     to by a client that waits for the kernel's messages in short polls."""
     import ipykernel.kernelspec
-    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.asynchronous.client import AsyncKernelClient
     from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
@@ -141,9 +141,9 @@ def kernel_manager():
 
     class PolledChannel(AsyncZMQSocketChannel):
         # One long wait on the socket can miss a message's arrival and sleep out its whole
-        # timeout (jupyter/nbclient#312): about one run in fifty of a cell that draws a
+        # timeout (jupyter/nbclient#312): a few runs in a hundred of a cell that draws a
         # widget stalled for the full time a cell is allowed, though the kernel had replied.
-        async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:
+        async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]  # as its parent's
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
                 left = POLL if deadline is None else max(0.0, deadline - time.monotonic())
