@@ -172,13 +172,17 @@ def run_notebook(
     """
     import nbformat
 
-    source = (
-        "from raglab.workbook.grading import grade_in_kernel\ngrade_in_kernel("
-        + json.dumps([{"exercise": e["exercise"], "function": e["function"]} for e in exercises])
-        + ", globals())"
-    )
-    nb.cells.append(nbformat.v4.new_code_cell(source, id="raglab-grading"))
+    nb.cells.append(nbformat.v4.new_code_cell(grading_source(exercises), id="raglab-grading"))
     return execute(nb, cwd=cwd, timeout=timeout, allow_errors=True)
+
+
+def grading_source(exercises: list[dict[str, Any]]) -> str:
+    """The grading cell's code: `grade_in_kernel` on the notebook's own functions."""
+    names = [{"exercise": e["exercise"], "function": e["function"]} for e in exercises]
+    return (
+        "from raglab.workbook.grading import grade_in_kernel\n"
+        f"grade_in_kernel({json.dumps(names)}, globals())"
+    )
 
 
 def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
