@@ -1,6 +1,5 @@
 """Shared pytest set-up for tests/ and the notebooks run by nbval."""
 
-import json
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -71,23 +70,18 @@ else:
                 )
 
     def _collect_cells_then_grading(self):
-        from raglab.workbook.grading import declared_exercises
+        from raglab.workbook.grading import declared_exercises, grading_source
 
         cells = list(_collect_cells(self))
         yield from cells
         exercises = declared_exercises(self.nb)
         if Path(self.fspath).parent != COMPLETE_NOTEBOOKS or not exercises:
             return
-        names = [{"exercise": e["exercise"], "function": e["function"]} for e in exercises]
-        source = (
-            "from raglab.workbook.grading import grade_in_kernel\n"
-            f"grade_in_kernel({json.dumps(names)}, globals())"
-        )
         item = GradingCell.from_parent(
             self,
             name="grading",
             cell_num=len(cells),
-            cell=nbformat.v4.new_code_cell(source),
+            cell=nbformat.v4.new_code_cell(grading_source(exercises)),
             options=defaultdict(bool),
         )
         item.exercises = [e["exercise"] for e in exercises]

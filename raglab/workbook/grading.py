@@ -155,7 +155,7 @@ def kernel_manager(env: dict[str, str] | None = None):
 
     class PolledChannel(AsyncZMQSocketChannel):
         # One long wait on the socket can miss a message's arrival and sleep out its whole
-        # timeout (jupyter/nbclient#312): about one run in fifty of a cell that draws a
+        # timeout (jupyter/nbclient#312): a few runs in a hundred of a cell that draws a
         # widget stalled for the full time a cell is allowed, though the kernel had replied.
         # (jupyter_client declares the async channel's get_msg with the sync return type)
         async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]
@@ -187,13 +187,17 @@ def run_notebook(
     """
     import nbformat
 
-    source = (
-        "from raglab.workbook.grading import grade_in_kernel\ngrade_in_kernel("
-        + json.dumps([{"exercise": e["exercise"], "function": e["function"]} for e in exercises])
-        + ", globals())"
-    )
-    nb.cells.append(nbformat.v4.new_code_cell(source, id="raglab-grading"))
+    nb.cells.append(nbformat.v4.new_code_cell(grading_source(exercises), id="raglab-grading"))
     return execute(nb, cwd=cwd, timeout=timeout, allow_errors=True)
+
+
+def grading_source(exercises: list[dict[str, Any]]) -> str:
+    """The grading cell's code: `grade_in_kernel` on the notebook's own functions."""
+    names = [{"exercise": e["exercise"], "function": e["function"]} for e in exercises]
+    return (
+        "from raglab.workbook.grading import grade_in_kernel\n"
+        f"grade_in_kernel({json.dumps(names)}, globals())"
+    )
 
 
 def execute(nb: Any, *, cwd: Path, timeout: int, allow_errors: bool) -> Any:
