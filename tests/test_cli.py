@@ -292,3 +292,49 @@ def test_sources_print_a_hostile_file_name_and_heading_escaped():
     )
     assert "\x1b" not in printed and "p\\x1b[31mark.md" in printed
     assert "\nraglab: warning" not in printed
+
+
+def _corpus_copy(tmp_path):
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "data" / "corpus", corpus)
+    return corpus
+
+
+def test_eval_refuses_a_misnamed_relevant_document_before_indexing_anything(
+    tmp_path, monkeypatch, capsys
+):
+    from raglab.cli import main
+    from raglab.pipeline import Index
+
+    def no_indexing(*args, **kwargs):
+        raise AssertionError("the corpus was indexed before the question set was checked")
+
+    monkeypatch.setattr(Index, "from_folder", no_indexing)
+    questions = tmp_path / "q.jsonl"
+    line = {"id": "q1", "question": "Leave?", "tenant": "acme", "answerable": True}
+    questions.write_text(json.dumps({**line, "relevant_docs": ["acme/policies/leav.md"]}) + "\n")
+    assert main(["eval", "--docs", str(_corpus_copy(tmp_path)), "--questions", str(questions)]) != 0
+    err = capsys.readouterr().err
+    assert "not a document of the corpus" in err and "did you mean 'acme/policies/leave.md'" in err
+
+
+def test_eval_names_a_relevant_document_refused_at_load_and_goes_on(tmp_path, capsys):
+    from raglab.cli import main
+
+    corpus = _corpus_copy(tmp_path)
+    (corpus / "acme" / "note.md").write_text('Deploy with password = "Xk9#mQ2vL7pZ"\n')
+    questions = tmp_path / "q.jsonl"
+    lines = [
+        {"id": "q1", "question": "Deploy password?", "relevant_docs": ["acme/note.md"]},
+        {"id": "q2", "question": "Vacation days?", "relevant_docs": ["acme/policies/leave.md"]},
+    ]
+    questions.write_text(
+        "".join(json.dumps({**q, "tenant": "acme", "answerable": True}) + "\n" for q in lines)
+    )
+    argv = ["eval", "--docs", str(corpus), "--questions", str(questions), "--retrieval-only"]
+    assert main([*argv, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["questions"] == 2
+    assert "question q1 names acme/note.md, which was refused at load" in err

@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from raglab.cli.answers import answer_as_dict, format_answer
@@ -232,14 +232,35 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def warn_refused_relevant(questions: Sequence[Question], refused: Mapping[str, str]) -> None:
+    """One warning per question whose relevant document exists but was refused at load: the
+    run goes on, and that question cannot find it (its recall counts the miss)."""
+    from raglab.text import shown
+
+    for question in questions:
+        for doc_id in question.relevant_docs:
+            if doc_id in refused:
+                print(
+                    f"raglab: warning: question {shown(question.id)} names {shown(doc_id)}, "
+                    f"which was refused at load ({refused[doc_id]}): it cannot be retrieved",
+                    file=sys.stderr,
+                )
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from raglab.evaluation.runner import evaluate, format_table, load_questions
+    from raglab.ingest.loaders import candidate_ids
     from raglab.pipeline import ask
 
-    load_questions(args.questions)  # a malformed file fails before the index is built
+    # A malformed file, or (with --docs) a document id that names no file of the folder,
+    # fails in a moment, before anything is indexed.
+    before = candidate_ids(args.docs) if args.docs is not None else None
+    load_questions(args.questions, doc_ids=before or None)
     selection = selection_of(args)
     index = open_index(args)
-    questions = load_questions(args.questions, doc_ids=index.document_ids())
+    refused = {error.path: error.reason for error in index.load_errors}
+    questions = load_questions(args.questions, doc_ids=index.document_ids() | refused.keys())
+    warn_refused_relevant(questions, refused)
 
     def answer(q: Question) -> Answer:
         return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)

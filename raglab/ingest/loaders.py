@@ -206,6 +206,17 @@ def _candidate_files(folder: Path, max_files: int) -> tuple[list[Path], list[Doc
     return [found[doc_id] for doc_id in sorted(found)], skipped
 
 
+def candidate_ids(root: str | Path, *, max_files: int = DEFAULT_MAX_FILES) -> frozenset[str]:
+    """The document ids `load_folder(root)` would try, without reading a file: what a question
+    set may name, known before any work (a typo in one is refused in a moment, not after
+    indexing). Empty when `root` is not a folder (`load_folder` says why)."""
+    folder = Path(root)
+    if not folder.is_dir():
+        return frozenset()
+    paths, _ = _candidate_files(folder, max_files)
+    return frozenset(path.relative_to(folder).as_posix() for path in paths)
+
+
 def _folder_id(path: str | Path, root: Path) -> str:
     """A folder's POSIX path relative to the corpus folder, with a closing "/"."""
     return Path(os.path.relpath(path, root)).as_posix() + "/"
