@@ -20,22 +20,9 @@ from raglab.embed.embedders import HashingEmbedder
 from raglab.embed.embedding_cache import cached
 from raglab.pipeline import Index
 from raglab.records import Principal
+from tests.embed.test_embedding_cache_disk import Counting  # records what it embeds
 
 TEXTS = ["Refunds take ten days.", "Reset your password here."]
-
-
-@dataclasses.dataclass(frozen=True)
-class Counting:
-    """A hashing embedder that records every text it is asked to embed."""
-
-    version: str = "v1"
-    name: str = "counting"
-    texts: list = dataclasses.field(default_factory=list, compare=False)
-    dim: int = 32
-
-    def embed(self, texts):
-        self.texts.extend(texts)
-        return HashingEmbedder(dim=self.dim).embed(texts)
 
 
 def mode(path: Path) -> int:
