@@ -1,30 +1,11 @@
 """raglab.evaluation: measuring the engine — metrics, question sets, the runner, intervals.
 
 The contract's names are importable from here (`raglab.evaluation.recall_at_k`), so a
-notebook or a test names the wing, not the file inside it.
+notebook or a test names the wing, not the file inside it. The runner already gathers them
+(its `__all__`, with the metrics and the question set it builds on): one list, not two.
 """
 
-from raglab.evaluation.metrics import hit_rate_at_k, mrr, ndcg_at_k, recall_at_k
-from raglab.evaluation.questions import Question, QuestionSetError, load_questions
-from raglab.evaluation.runner import (
-    EvalReport,
-    QuestionResult,
-    evaluate,
-    format_table,
-    rank_documents,
-)
+from raglab.evaluation import runner
+from raglab.evaluation.runner import *  # noqa: F403
 
-__all__ = [
-    "EvalReport",
-    "Question",
-    "QuestionResult",
-    "QuestionSetError",
-    "evaluate",
-    "format_table",
-    "hit_rate_at_k",
-    "load_questions",
-    "mrr",
-    "ndcg_at_k",
-    "rank_documents",
-    "recall_at_k",
-]
+__all__ = runner.__all__
