@@ -19,8 +19,8 @@ left out of the retrieval averages and scored by abstention instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from raglab.evaluation.metrics import hit_rate_at_k, mrr, ndcg_at_k, recall_at_k, unique_in_order
@@ -43,6 +43,7 @@ __all__ = [
     "ndcg_at_k",
     "rank_documents",
     "recall_at_k",
+    "unanswerable_by_refusal",
     "unique_in_order",
 ]
 
@@ -97,6 +98,9 @@ class EvalReport:
     are then None, and left out of `as_dict` and the table. `answered_with_relevant_citation`:
     the share of answerable questions answered with a citation to a relevant document —
     an answer that cites only the wrong documents does not count.
+    `unanswerable_by_refusal` counts the questions labelled answerable whose every relevant
+    document was refused at load: the index cannot answer them, so they are scored as
+    unanswerable (abstaining is right) and counted here, apart from retrieval's misses.
     """
 
     questions: int
@@ -117,6 +121,7 @@ class EvalReport:
     per_question: tuple[QuestionResult, ...]
     answered: bool = True
     answered_with_relevant_citation: float | None = None
+    unanswerable_by_refusal: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as plain JSON-ready values (per_question left out), in a fixed order."""
@@ -124,6 +129,7 @@ class EvalReport:
             "questions": self.questions,
             "answerable": self.answerable,
             "unanswerable": self.unanswerable,
+            "unanswerable_by_refusal": self.unanswerable_by_refusal,
             "k": self.k,
             "recall@k": self.recall_at_k,
             "mrr": self.mrr,
@@ -240,8 +246,29 @@ def _recall_by_kind(results: Sequence[QuestionResult]) -> tuple[tuple[str, float
     return tuple((kind, math.fsum(v) / len(v)) for kind, v in sorted(by_kind.items()))
 
 
+def unanswerable_by_refusal(
+    questions: Sequence[Question], refused_docs: Collection[str]
+) -> tuple[list[Question], int]:
+    """The questions with every answerable one whose relevant documents were all refused at
+    load relabelled unanswerable (the index cannot hold its answer), and how many those were.
+    A question that keeps one loadable relevant document is left as it is."""
+    relabelled, count = [], 0
+    for question in questions:
+        relevant = question.relevant_docs
+        if question.answerable and relevant and all(doc in refused_docs for doc in relevant):
+            question = replace(question, answerable=False, relevant_docs=())
+            count += 1
+        relabelled.append(question)
+    return relabelled, count
+
+
 def _summarise(
-    results: Sequence[QuestionResult], *, k: int, retriever: str, embedder: str
+    results: Sequence[QuestionResult],
+    *,
+    k: int,
+    retriever: str,
+    embedder: str,
+    by_refusal: int = 0,
 ) -> EvalReport:
     scored = [r for r in results if r.recall_at_k is not None]
     answerable = [r for r in results if r.question.answerable]
@@ -270,6 +297,7 @@ def _summarise(
         recall_at_k_by_kind=_recall_by_kind(results),
         per_question=tuple(results),
         answered=bool(answered),
+        unanswerable_by_refusal=by_refusal,
     )
 
 
@@ -281,6 +309,7 @@ def evaluate(
     k: int = 5,
     retriever: str = "",
     embedder: str = "",
+    refused_docs: Collection[str] = (),
 ) -> EvalReport:
     """Ask every question and average the scores.
 
@@ -291,13 +320,15 @@ def evaluate(
     `answer(question)` returns an Answer; without it (retrieval only) no answer is
     generated and the answer metrics are None. Every question is searched, answerable or
     not, so a leak is caught wherever it happens. `retriever` and `embedder` are labels
-    copied into the report.
+    copied into the report. `refused_docs` are the ids of documents the loader refused: a
+    question that can only be answered from them counts as unanswerable by refusal.
     """
     k = check_int("k", k, minimum=1)
     if not questions:
         raise ValueError("questions is empty: there is nothing to evaluate")
+    questions, by_refusal = unanswerable_by_refusal(questions, refused_docs)
     results = [_score_question(q, search=search, answer=answer, k=k) for q in questions]
-    return _summarise(results, k=k, retriever=retriever, embedder=embedder)
+    return _summarise(results, k=k, retriever=retriever, embedder=embedder, by_refusal=by_refusal)
 
 
 # --- the terminal table ------------------------------------------------------------------------
@@ -312,6 +343,12 @@ def _cell(value: float | int | None) -> str:
     return f"{value:.3f}"
 
 
+def _refusal_row(report: EvalReport) -> list[tuple[str, str]]:
+    """The count of questions unanswerable by refusal, as a row only when there are some."""
+    count = report.unanswerable_by_refusal
+    return [("    of which by refusal at load", _cell(count))] if count else []
+
+
 def format_table(report: EvalReport) -> str:
     """The report as aligned plain text: one metric a line, values right-aligned, 3 decimals."""
     k = report.k
@@ -321,6 +358,7 @@ def format_table(report: EvalReport) -> str:
         ("questions", _cell(report.questions)),
         ("  answerable", _cell(report.answerable)),
         ("  unanswerable", _cell(report.unanswerable)),
+        *_refusal_row(report),
         (f"recall@{k}", _cell(report.recall_at_k)),
         (f"mrr@{k}", _cell(report.mrr)),
         (f"ndcg@{NDCG_DEPTH}", _cell(report.ndcg_at_10)),
