@@ -5,7 +5,8 @@
                                         [--json benchmarks/results/answerer.json]
                                         [--details DIR]
 
-A FOLDER holds `corpus/` and `questions.jsonl`, as data/ and data/transfer/ do. Default: `sample=data` and `transfer=data/transfer`,
+A FOLDER holds `corpus/` and `questions.jsonl`, as data/ and data/transfer/ do (and what
+benchmarks/squad_to_raglab.py writes for SQuAD 2.0, kept outside the repository). Default: `sample=data` and `transfer=data/transfer`,
 with only the held-out half of the sample questions (`--held-out sample`: the half
 scripts/fit_abstention.py never fitted on, `raglab.evaluation.calibration.split_questions`).
 
