@@ -3,7 +3,8 @@
 Three parts, in three modules:
 
 - **Metrics** over one ranked list of document ids with binary relevance (`raglab.evaluation.metrics`:
-  `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`), cross-checked against ranx in the tests.
+  `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`), cross-checked against ranx in the tests,
+  and one over an answer's text (`holds_key_fact`: does it state the asked-for fact?).
 - **The question set** (`raglab.evaluation.questions`): `load_questions` reads a checked JSONL file.
 - **The runner** (here): `evaluate` asks every question through a `search` and
   (optionally) an `answer` callable and averages the results into an `EvalReport`;
@@ -23,7 +24,14 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from raglab.evaluation.metrics import hit_rate_at_k, mrr, ndcg_at_k, recall_at_k, unique_in_order
+from raglab.evaluation.metrics import (
+    hit_rate_at_k,
+    holds_key_fact,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+    unique_in_order,
+)
 from raglab.evaluation.questions import Question, QuestionSetError, load_questions
 from raglab.records import Answer, Hit
 from raglab.validation import check_int
@@ -38,6 +46,7 @@ __all__ = [
     "evaluate",
     "format_table",
     "hit_rate_at_k",
+    "holds_key_fact",
     "load_questions",
     "mrr",
     "ndcg_at_k",
@@ -70,7 +79,9 @@ class QuestionResult:
     `leaked` the question's `leak_docs` that reached the search results or the answer.
     `answer`, `abstained`, `citations_verified` and `cited_relevant` are None when no
     answer was generated; `cited_relevant` is True when the answer (not an abstention)
-    cites at least one of the question's relevant documents.
+    cites at least one of the question's relevant documents. `key_fact` is True when it
+    does and its text also states the question's key fact (`must_contain`); None when no
+    answer was generated or the question has no key fact.
     """
 
     question: Question
@@ -84,6 +95,7 @@ class QuestionResult:
     citations_verified: bool | None
     answer: Answer | None
     cited_relevant: bool | None = None
+    key_fact: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +113,9 @@ class EvalReport:
     `unanswerable_by_refusal` counts the questions labelled answerable whose every relevant
     document was refused at load: the index cannot answer them, so they are scored as
     unanswerable (abstaining is right) and counted here, apart from retrieval's misses.
+    `answered_with_key_fact`: the share of the answerable questions that have a key fact
+    (`Question.must_contain`) answered with a relevant citation and a text stating it — an
+    answer that quotes the right document but not the asked-for fact does not count.
     """
 
     questions: int
@@ -122,6 +137,7 @@ class EvalReport:
     answered: bool = True
     answered_with_relevant_citation: float | None = None
     unanswerable_by_refusal: int = 0
+    answered_with_key_fact: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as plain JSON-ready values (per_question left out), in a fixed order."""
@@ -138,6 +154,7 @@ class EvalReport:
             "abstention_on_unanswerable": self.abstention_on_unanswerable,
             "false_abstention": self.false_abstention,
             "answered_with_relevant_citation": self.answered_with_relevant_citation,
+            "answered_with_key_fact": self.answered_with_key_fact,
             "leaks": self.leaks,
             "citations_verified": self.citations_verified,
             "retriever": self.retriever,
@@ -154,6 +171,7 @@ ANSWER_METRICS = (
     "abstention_on_unanswerable",
     "false_abstention",
     "answered_with_relevant_citation",
+    "answered_with_key_fact",
     "citations_verified",
 )
 """The report's figures that need a generated answer (left out when retrieval only)."""
@@ -213,6 +231,7 @@ def _score_question(
     reply = None if answer is None else answer(question)
     scored = question.answerable and bool(question.relevant_docs)
     relevant = question.relevant_docs
+    cited_relevant = None if reply is None else _cites_relevant(reply, relevant)
     return QuestionResult(
         question=question,
         ranked_doc_ids=ranked,
@@ -224,7 +243,8 @@ def _score_question(
         leaked=_leaked(question, ranked, reply),
         citations_verified=None if reply is None else reply.verified,
         answer=reply,
-        cited_relevant=None if reply is None else _cites_relevant(reply, relevant),
+        cited_relevant=cited_relevant,
+        key_fact=_states_key_fact(question, reply, cited_relevant),
     )
 
 
@@ -232,6 +252,15 @@ def _cites_relevant(answer: Answer, relevant: Sequence[str]) -> bool:
     """True when `answer` answers (no abstention) and cites a document in `relevant`."""
     cited = _doc_ids(citation.hit for citation in answer.citations)
     return not answer.abstained and any(doc in relevant for doc in cited)
+
+
+def _states_key_fact(
+    question: Question, answer: Answer | None, cited_relevant: bool | None
+) -> bool | None:
+    """True when `answer` cites a relevant document and its text holds the key fact."""
+    if answer is None or not question.must_contain:
+        return None
+    return bool(cited_relevant) and holds_key_fact(answer.text, question.must_contain)
 
 
 def _share(flags: Sequence[bool | None]) -> float | None:
@@ -256,7 +285,7 @@ def unanswerable_by_refusal(
     for question in questions:
         relevant = question.relevant_docs
         if question.answerable and relevant and all(doc in refused_docs for doc in relevant):
-            question = replace(question, answerable=False, relevant_docs=())
+            question = replace(question, answerable=False, relevant_docs=(), must_contain=())
             count += 1
         relabelled.append(question)
     return relabelled, count
@@ -289,6 +318,9 @@ def _summarise(
         false_abstention=_share([r.abstained for r in answered if r.question.answerable]),
         answered_with_relevant_citation=_share(
             [r.cited_relevant for r in answered if r.question.answerable]
+        ),
+        answered_with_key_fact=_share(
+            [r.key_fact for r in answered if r.question.answerable and r.key_fact is not None]
         ),
         leaks=sum(len(r.leaked) for r in results),
         citations_verified=_share([r.citations_verified for r in answered if not r.abstained]),
@@ -366,6 +398,7 @@ def format_table(report: EvalReport) -> str:
         ("abstention_on_unanswerable", _cell(report.abstention_on_unanswerable)),
         ("false_abstention", _cell(report.false_abstention)),
         ("answered_with_relevant_citation", _cell(report.answered_with_relevant_citation)),
+        ("answered_with_key_fact", _cell(report.answered_with_key_fact)),
         ("citations_verified", _cell(report.citations_verified)),
         ("leaks", _cell(report.leaks)),
     ]

@@ -30,6 +30,7 @@ from raglab.evaluation import (
     rank_documents,
     recall_at_k,
 )
+from raglab.evaluation.metrics import holds_key_fact
 from raglab.records import Answer, Chunk, Citation, Hit
 
 LOG2_3 = math.log2(3)  # the discount denominator at rank 2
@@ -204,6 +205,32 @@ def test_relevant_first_gives_ndcg_one(relevant, rest, k):
     assert ndcg_at_k(ranked, relevant, k) == pytest.approx(1.0)
 
 
+# --- holds_key_fact ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "must_contain", "held"),
+    [
+        ("Claims within **30 days** [1].", ["30 days"], True),
+        ("E-4417 [2] Ribbon out:\n  REPLACE the   ribbon.", ["e-4417", "replace the ribbon"], True),
+        ("E-4417 Ribbon out [1]", ["E-4417", "replace the ribbon"], False),  # the fix dropped
+        ("Within 3 days.", ["30 days"], False),
+        ("", ["30 days"], False),
+    ],
+)
+def test_holds_key_fact_needs_every_string_whatever_the_case_markers_and_emphasis(
+    text, must_contain, held
+):
+    assert holds_key_fact(text, must_contain) is held
+
+
+def test_holds_key_fact_refuses_no_fact_and_a_bare_string():
+    with pytest.raises(ValueError, match="must not be empty"):
+        holds_key_fact("anything", [])
+    with pytest.raises(TypeError, match="not a string"):
+        holds_key_fact("30 days", "30 days")
+
+
 # --- load_questions ----------------------------------------------------------------------------
 
 
@@ -251,6 +278,12 @@ def test_load_questions_reads_every_field_with_defaults(tmp_path):
     assert q2.leak_docs == ("acme/pay.md",) and q2.answerable is False
 
 
+def test_must_contain_is_read_as_a_tuple_and_defaults_to_empty(tmp_path):
+    path = _write(tmp_path, _line(must_contain=["E-4417", "replace the ribbon"]), _line(id="q2"))
+    q1, q2 = load_questions(path)
+    assert q1.must_contain == ("E-4417", "replace the ribbon") and q2.must_contain == ()
+
+
 def test_unanswerable_question_may_omit_relevant_docs(tmp_path):
     [q] = load_questions(_write(tmp_path, _line(answerable=False, relevant_docs=...)))
     assert q.relevant_docs == ()
@@ -285,6 +318,14 @@ def test_question_is_frozen_and_stores_tuples():
         (_line(leak_doc=["x"]), "line 2: unknown field 'leak_doc'"),
         (_line(relevant_docs=[]), "line 2: question 'q1' is answerable but has no relevant_docs"),
         (_line(relevant_docs=...), "line 2: question 'q1' is answerable but has no relevant_docs"),
+        (_line(must_contain="30 days"), "line 2: field 'must_contain' must be a list of non-blank"),
+        (_line(must_contain=[30]), "line 2: field 'must_contain' must be a list of non-blank"),
+        (_line(must_contain=["30 days", " "]), "line 2: field 'must_contain' must be a list of"),
+        (_line(must_contain=None), "line 2: field 'must_contain' must be a list of non-blank"),
+        (
+            _line(answerable=False, relevant_docs=[], must_contain=["x"]),
+            "line 2: question 'q1' is unanswerable but has must_contain",
+        ),
     ],
 )
 def test_load_questions_errors_name_file_line_and_reason(tmp_path, bad_line, reason):
@@ -453,6 +494,39 @@ def test_answered_with_relevant_citation_needs_an_answer_citing_a_relevant_docum
     assert "answered_with_relevant_citation    0.500" in format_table(report)
 
 
+def test_answered_with_key_fact_needs_a_relevant_citation_and_the_fact_in_the_text():
+    def ask(q: Question) -> Answer:
+        cited = "x" if q.id == "q4" else "a"
+        return Answer(
+            {"q1": "Ribbon out: replace the ribbon [1].", "q2": "Ribbon out [1]."}.get(
+                q.id, "Replace the ribbon [1]."
+            ),
+            citations=(Citation(1, _hit(cited)),),
+            retrieved=(_hit(cited),),
+        )
+
+    fact = ("ribbon out", "replace the ribbon")
+    questions = [
+        Question("q1", "?", relevant_docs=("a",), answerable=True, must_contain=fact),
+        Question(
+            "q2", "?", relevant_docs=("a",), answerable=True, must_contain=fact
+        ),  # fix dropped
+        Question("q3", "?", relevant_docs=("a",), answerable=True),  # no key fact: not counted
+        Question("q4", "?", relevant_docs=("a",), answerable=True, must_contain=("replace",)),
+    ]
+    report = evaluate(questions, search=lambda q, d: [_hit("a")], answer=ask)
+    assert [r.key_fact for r in report.per_question] == [True, False, None, False]  # q4: wrong doc
+    assert report.answered_with_key_fact == pytest.approx(1 / 3)
+    assert re.search(r"^answered_with_key_fact +0.333$", format_table(report), re.M)
+    assert report.as_dict()["answered_with_key_fact"] == pytest.approx(1 / 3)
+
+
+def test_without_key_facts_answered_with_key_fact_is_undefined(report):
+    assert (
+        report.answered_with_key_fact is None and report.as_dict()["answered_with_key_fact"] is None
+    )
+
+
 def test_an_answer_citing_only_other_documents_is_not_answered_with_a_relevant_citation():
     question = Question("q1", "?", relevant_docs=("a",), answerable=True)
     wrong = Answer("No [1].", citations=(Citation(1, _hit("x")),), retrieved=(_hit("x"),))
@@ -577,6 +651,7 @@ def test_retrieval_only_generates_no_answer_and_reports_no_answer_metrics():
     for key in evaluation.ANSWER_METRICS:
         assert key not in d and key not in format_table(report)
     assert "answered_with_relevant_citation" in evaluation.ANSWER_METRICS
+    assert "answered_with_key_fact" in evaluation.ANSWER_METRICS
     # Retrieval figures are the same as with answers; leaks are those of the search alone.
     with_answers = evaluate(QUESTIONS, search=_search, answer=_answer, k=2, retriever="bm25")
     for key in ("recall@k", "mrr", "ndcg@10", "hit_rate@k", "recall@k_by_kind"):
