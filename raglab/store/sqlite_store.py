@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Self
 from uuid import uuid4
@@ -146,9 +146,10 @@ class SQLiteStore(SnapshotReads):
         try:
             yield store
         except BaseException:
-            store.close()  # closing inside a transaction rolls it back
+            store._roll_back()
+            store.close()
             raise
-        store._end("COMMIT")
+        store._end(commit=True)
 
     def close(self) -> None:
         self._con.close()
@@ -239,12 +240,11 @@ class SQLiteStore(SnapshotReads):
         self._refresh()
         existing = {row[0] for row in self._run("SELECT id FROM documents")}
         dim, stored = prepare_documents(chunks, vectors, documents, self._dim, existing)
-        with self.transaction():
+        with self.transaction(), sqlite_errors(self.path):
             if dim != self._dim:
                 self._write_meta({"dim": dim})
                 self._dim = dim
-            with sqlite_errors(self.path):
-                ids = insert_documents(self._con, stored)
+            ids = insert_documents(self._con, stored)
             new = [c for doc in stored for c in doc.chunks]
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
             self._postings.add(ids, [c.text for c in new], parts)
@@ -252,7 +252,7 @@ class SQLiteStore(SnapshotReads):
             self._changed = True
 
     def delete_document(self, doc_id: str) -> int:
-        with self.transaction():
+        with self.transaction(), sqlite_errors(self.path):
             rows = self._run(f"SELECT id, {READ_COLUMNS} FROM chunks WHERE doc_id = ?", (doc_id,))
             chunks = [chunk_of(row[1:]) for row in rows]
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in chunks])
@@ -288,14 +288,15 @@ class SQLiteStore(SnapshotReads):
         try:
             yield
         except BaseException:
-            self._end("ROLLBACK")
+            self._end(commit=False)
             raise
-        self._end("COMMIT")
+        self._end(commit=True)
 
     # -- internals
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Every statement goes through here, so every SQLite failure becomes one clear error."""
+        """One statement. Every SQLite call runs inside `sqlite_errors` (here, or around a whole
+        write or read), so every SQLite failure becomes one clear error naming the file."""
         with sqlite_errors(self.path):
             return self._con.execute(sql, params).fetchall()
 
@@ -303,18 +304,16 @@ class SQLiteStore(SnapshotReads):
         with sqlite_errors(self.path):
             self._con.executemany(sql, rows)
 
-    def _end(self, statement: str) -> None:
-        """COMMIT or ROLLBACK the outermost transaction, then forget what may not have landed."""
-        changed = self._changed and statement == "COMMIT"
+    def _end(self, *, commit: bool) -> None:
+        """Commit or roll back the outermost transaction, then forget what may not have landed."""
+        changed = self._changed and commit
         try:
-            if changed:  # postings, stems and the vectors' generation land with the chunks
-                self._postings.flush()
-                self._stems.flush()
-                self._write_meta({"generation": uuid4().hex})
-            self._run(statement)
-        except BaseException:  # a COMMIT refused (say, busy) leaves the transaction open: end it
-            if self._con.in_transaction:
-                self._con.execute("ROLLBACK")
+            if commit:
+                self._commit(changed)
+            else:
+                self._roll_back()
+        except BaseException:  # a COMMIT refused (busy, disk full): the file stays as it was
+            self._roll_back()
             changed = False
             raise
         finally:
@@ -328,13 +327,37 @@ class SQLiteStore(SnapshotReads):
             with self._reading():  # written now, so the first question finds them ready
                 self._vectors()
 
+    def _commit(self, changed: bool) -> None:
+        with sqlite_errors(self.path):
+            if changed:  # postings, stems and the vectors' generation land with the chunks
+                self._postings.flush()
+                self._stems.flush()
+                self._write_meta({"generation": uuid4().hex})
+            self._con.execute("COMMIT")
+
+    def _roll_back(self) -> None:
+        """End a failed write so that the file is as it was before it began.
+
+        On some errors (a full disk, an I/O error) SQLite has already rolled back in memory
+        and leaves its journal for the next reader to play back; one read plays it back now,
+        so the journal's space is freed and no reader without write access ever meets it.
+        If even that fails, the first error is the one to report: the journal stays, and
+        SQLite plays it back when the file is next opened.
+        """
+        with suppress(sqlite3.Error):
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
+            self._con.execute("SELECT 1 FROM meta LIMIT 1")
+
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """A read transaction: while it lasts, no other process can commit a write."""
+        """A read transaction: while it lasts, no other process can commit a write. Any SQLite
+        error inside becomes a `StoreError`."""
         self._run("BEGIN")
         try:
             self._run("SELECT 1 FROM meta LIMIT 1")  # BEGIN is lazy: this takes the read lock
-            yield
+            with sqlite_errors(self.path):
+                yield
         finally:
             self._run("COMMIT")
 
