@@ -22,6 +22,7 @@ from uuid import uuid4
 import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.store.access import can_read
 from raglab.store.errors import StoreError
 from raglab.store.protocol import META_KEYS
 
@@ -31,6 +32,7 @@ from raglab.store.sqlite_postings import Postings, part_key
 from raglab.store.sqlite_schema import (
     LOCK_WAIT_SECONDS,
     READ_COLUMNS,
+    REBUILD,
     SCHEMA_VERSION,
     check_pages,
     check_schema,
@@ -184,17 +186,33 @@ class SQLiteStore(SnapshotReads):
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
+        """The top-k chunks `principal` may see, by cosine: the vector files beside the index
+        propose them (`raglab.store.sqlite_vectors`), SQLite decides.
+
+        Each hit is checked against its chunk's tenant and groups as the index holds them
+        (`_readable_chunks`) before it leaves the store. A hit that fails shows that the files
+        lie (edited, or another index's): they are written again from the index and searched
+        once more. So no file beside the index can hand anyone a chunk they may not read.
+        """
         self._refresh()
         if self._depth or not self._generation:  # inside a write: read the rows as they stand
             return super().search(query, principal, k, min_score=min_score)
         k = check_int("k", k, minimum=1)
         q = checked_query(query, self._dim)
         with self._reading():  # one view of the file: no write lands between the reads
-            parts = self._postings.readable_parts(principal)
+            parts = set(self._postings.readable_parts(principal))
             hidden = self._hidden_chunk_ids(principal)
-            _, ids, scores = self._vectors().search(q, set(parts), k, hidden=hidden)
-            chunks = self._chunks_by_id(ids)
-        hits = [Hit(chunks[i], float(s)) for i, s in zip(ids.tolist(), scores, strict=True)]
+            _, ids, scores = self._vectors().search(q, parts, k, hidden=hidden)
+            chunks = self._readable_chunks(ids, principal)
+            if chunks is None:  # the files beside the index lie: written again from it
+                _, ids, scores = self._vectors(rewrite=True).search(q, parts, k, hidden=hidden)
+                chunks = self._readable_chunks(ids, principal)
+        if chunks is None:  # files just written from the index: it contradicts itself
+            raise StoreError(
+                f"index file {str(self.path)!r} is corrupt (its chunks and access partitions "
+                f"disagree): {REBUILD}"
+            )
+        hits = [Hit(chunk, float(s)) for chunk, s in zip(chunks, scores, strict=True)]
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
 
     def keyword_search(
@@ -215,8 +233,13 @@ class SQLiteStore(SnapshotReads):
             if len(scores) > k:  # only the k-th best score and above can be hits (ties too)
                 keep = scores >= -np.partition(-scores, k - 1)[k - 1]
                 ids, scores = ids[keep], scores[keep]
-            chunks = self._chunks_by_id(ids)
-        found = [(float(s), chunks[i]) for i, s in zip(ids.tolist(), scores, strict=True)]
+            chunks = self._readable_chunks(ids, principal)
+        if chunks is None:
+            raise StoreError(
+                f"index file {str(self.path)!r} is corrupt (its keyword postings and chunks "
+                f"disagree): {REBUILD}"
+            )
+        found = [(float(s), chunk) for chunk, s in zip(chunks, scores, strict=True)]
         # Best first; equal scores in store order (document id, then chunk index), as BM25.
         found.sort(key=lambda hit: (-hit[0], hit[1].doc_id, hit[1].index))
         return [Hit(chunk, score) for score, chunk in found[:k]]
@@ -383,16 +406,18 @@ class SQLiteStore(SnapshotReads):
             self._snapshot = None
             self._load_settings()
 
-    def _vectors(self) -> VectorFile:
-        """The vectors file of the index as it is now (call inside `_reading`).
+    def _vectors(self, *, rewrite: bool = False) -> VectorFile:
+        """The vectors file of the index as it is now (call inside `_reading`); `rewrite`:
+        written again from the index, whatever the files beside it hold.
 
         Named by the generation raglab wrote and by SQLite's change counter, which any
         commit moves, so an index changed by other software is never read stale.
         """
-        if self._vector_file is None:
+        if self._vector_file is None or rewrite:
             generation = f"{self._generation}-{change_counter(self.path)}"
-            with sqlite_errors(self.path):
-                self._vector_file = vector_file(self._con, self.path, generation, self._dim or 0)
+            self._vector_file = vector_file(
+                self._con, self.path, generation, self._dim or 0, rewrite=rewrite
+            )
         return self._vector_file
 
     def _hidden_chunk_ids(self, principal: Principal) -> np.ndarray:
@@ -405,9 +430,19 @@ class SQLiteStore(SnapshotReads):
         with sqlite_errors(self.path):
             return chunk_ids_of(self._con, hidden)
 
-    def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
-        with sqlite_errors(self.path):
-            return chunks_by_id(self._con, ids)
+    def _readable_chunks(self, ids: np.ndarray, principal: Principal) -> list[Chunk] | None:
+        """The hits' chunks as the index holds them, in the order of `ids`; None unless each
+        one is there, once, and `principal` may read it (call inside a read).
+
+        Whatever proposed the ids (the vector files beside the index, the postings), the
+        last word on who reads a hit is the chunk's own tenant and groups in SQLite: a
+        search can return no chunk its asker may not read. It costs k row reads.
+        """
+        chunks = chunks_by_id(self._con, ids)
+        found = [chunks[i] for i in ids.tolist() if i in chunks]
+        if len(found) == len(ids) == len(chunks) and all(can_read(principal, c) for c in found):
+            return found
+        return None
 
     def _current(self) -> Snapshot:
         self._refresh()
