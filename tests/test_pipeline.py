@@ -195,7 +195,7 @@ def test_ask_answers_with_the_index_embedder_by_default(corpus_index):
     assert ExtractiveGenerator(embedder=embedder).rank(prompt) != ExtractiveGenerator().rank(prompt)
 
 
-def test_the_answerer_of_an_lsa_index_uses_the_tenant_fit(tmp_path):
+def test_the_answerer_of_an_lsa_index_uses_the_tenants_public_fit(tmp_path):
     from raglab.pipeline import answer_embedder
 
     index = Index.from_folder(CORPUS, embedder="lsa")
@@ -203,6 +203,13 @@ def test_the_answerer_of_an_lsa_index_uses_the_tenant_fit(tmp_path):
     globex = answer_embedder(index, Principal("u", "globex"), "dense")
     assert acme.name == globex.name == "lsa" and "fit=" in acme.version
     assert acme.version != globex.version  # each tenant's own fit, never another's
+    # the space every user of acme shares, whatever their groups: no group's text in it
+    hr = answer_embedder(index, Principal("u", "acme", {"hr", "managers"}), "dense")
+    assert (
+        hr
+        == acme
+        == index.retriever("dense").embedders_for(Principal("u", "acme"))[Partition("acme")]
+    )
     assert answer_embedder(index, Principal("u", "nobody"), "hybrid") is None
 
 
