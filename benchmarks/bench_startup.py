@@ -36,7 +36,7 @@ def cases(index: Path, *, lsa: bool) -> dict[str, tuple[str, ...]]:
         "raglab ask --index (cold, hashing)": (*ask, "--index", str(index)),
         "raglab ask --docs (cold, hashing)": (*ask, "--docs", str(CORPUS)),
     }
-    if lsa:  # seconds, not milliseconds: scikit-learn, and a fit per tenant
+    if lsa:  # seconds, not milliseconds: scikit-learn, and a fit per access partition
         chosen["raglab ask --docs (cold, lsa)"] = (*ask, "--docs", str(CORPUS), "--embedder", "lsa")
     return chosen
 

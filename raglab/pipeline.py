@@ -66,9 +66,11 @@ class Limits:
 class Index:
     """A searchable corpus: a store of chunk vectors and the embedder that made them.
 
-    For a fittable embedder (LSA), `embedder` is the unfitted one: each tenant's vectors
-    and questions are embedded by its own fit (`raglab.store.indexing`), which the retrievers
-    make (`Index.retriever(...).embedder_for(tenant)`) and share through the index's caches.
+    For a fittable embedder (LSA), `embedder` is the unfitted one: each access partition's
+    vectors are made by its own fit (`raglab.store.indexing`), and a question is embedded
+    by the fit of each partition its asker may read; the retrievers make the fits
+    (`Index.retriever(...).embedders_for(principal)`) and share them through the index's
+    caches.
     """
 
     store: VectorStore
@@ -156,7 +158,7 @@ class Index:
         The embedder is rebuilt from the name stored in the file — or give the one the
         index was built with, when it had non-default settings — and checked against the
         stored id, dimension and version (for a fittable embedder, the version of each
-        tenant's fit, when the tenant first asks); a mismatch is refused, never silently
+        partition's fit, when a user of it first asks); a mismatch is refused, never silently
         compared.
         """
         kind, options = store_class(backend, qdrant_url)
@@ -172,7 +174,7 @@ class Index:
                 f"{name} is incomplete (it records no embedder): run raglab index again"
             )
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        # A fittable embedder's per-tenant fits are checked when a tenant first asks.
+        # A fittable embedder's per-partition fits are checked when a partition is first asked.
         check_embedder(store, embedder)
         return cls(store, embedder)
 
@@ -255,9 +257,10 @@ def store_class(
 
 
 def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder | None:
-    """The embedder the answerer scores sentences with: the one the question was embedded by.
+    """The embedder the answerer scores sentences with: the index's embedder.
 
-    For LSA that is the fit on the principal's tenant; None when the tenant has no chunks.
+    For LSA, the fit of the tenant's public partition, which learned only what every user
+    of the tenant may read (`Retriever.embedder_for`); None when it has no public chunk.
     """
     return index.retriever(method).embedder_for(principal.tenant)
 

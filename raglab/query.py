@@ -19,11 +19,13 @@ Access is decided first, every time: the store scores only the chunks the princi
 read (less the superseded versions: `raglab.store.eligibility`), and BM25 is fitted on
 the readable chunks alone, so a chunk the principal may not read
 cannot even shift another chunk's score (its words would otherwise change BM25's idf).
-A question is embedded by its tenant's embedder (`Retriever.embedder_for`): for a learned
-embedder such as LSA, the fit on that tenant's chunks alone (see `raglab.store.indexing`). So
-for every method, no tenant's documents can change another tenant's hits or scores.
+A learned embedder such as LSA is fitted per access partition, on what every reader of the
+partition may read (`raglab.store.indexing`): a question is embedded once per partition the
+principal may read, and each partition's chunks are scored with their own fit's vector
+(`Retriever.dense`). So for every method, no document a user may not read can change
+their hits or scores, whether it belongs to another tenant or to another group.
 
-What is fitted on chunks (a learned embedder per tenant here; BM25 per set of readable
+What is fitted on chunks (a learned embedder per partition here; BM25 per set of readable
 chunks, in the store) is cached, and reused only while those chunks are unchanged in
 content, not just in ids: a document rewritten under the same chunk ids gets a new model.
 """
@@ -35,12 +37,13 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from raglab.embed.embedders import Embedder, is_fittable
-from raglab.records import Chunk, Hit, Principal
+from raglab.records import Chunk, Hit, Partition, Principal
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, Fusion, Rankings, reciprocal_rank_fusion
 from raglab.retrieve.query_expansion import QueryExpansion, feedback_terms
 from raglab.retrieve.rerank import DEPTH, Reranker, candidates
-from raglab.store.indexing import tenant_embedder
+from raglab.store.access import can_read
+from raglab.store.indexing import fit_chunks, partition_embedder
 from raglab.store.protocol import VectorStore
 from raglab.validation import check_int, check_number
 
@@ -151,8 +154,8 @@ class QueryPlan:
 class Retriever:
     """Ranks the chunks of one store for a principal, by `method` (dense, bm25 or hybrid).
 
-    `embedder` is the one the index was built with; for a fittable one (LSA), each
-    tenant's questions are embedded by its fit on that tenant's chunks (`embedder_for`).
+    `embedder` is the one the index was built with; for a fittable one (LSA), a question is
+    embedded by the fit of each access partition the principal may read (`embedders_for`).
     `min_score` drops hits scoring below it (cosine for dense, BM25 score for bm25; for
     hybrid it applies to the dense candidates, since RRF scores are ranks, not evidence).
     `fusion` weighs the two rankings of hybrid search (`raglab.retrieve.fusion`; None: plain RRF);
@@ -167,8 +170,8 @@ class Retriever:
     embedder: Embedder
     method: str = "hybrid"
     min_score: float | None = None
-    # A learned embedder's fits, reused while their tenant's chunks are equal. An Index hands
-    # the same cache to all its retrievers, so dense and hybrid fit each tenant once.
+    # A learned embedder's fits, reused while their partition's chunks are equal. An Index
+    # hands the same cache to all its retrievers, so dense and hybrid fit each partition once.
     fits: FitCache[Embedder] = field(default_factory=FitCache, kw_only=True, repr=False)
     fusion: Fusion | None = field(default=None, kw_only=True)
     reranker: Reranker | None = field(default=None, kw_only=True)
@@ -245,12 +248,21 @@ class Retriever:
     def dense(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
-        """The dense ranker: the k chunks nearest the question's vector."""
-        embedder = self.embedder_for(principal.tenant)
-        if embedder is None:
-            return []
-        query = embedder.embed([question])[0]
-        return self.store.search(query, principal, k, min_score=min_score)
+        """The dense ranker: the k chunks nearest the question's vector.
+
+        With a learned embedder, the chunks of each access partition the principal may read
+        are scored with that partition's fit's vector of the question, and the rankings
+        merged by score (equal scores in store order, as within one store search).
+        """
+        hits = [
+            hit
+            for part, embedder in self.embedders_for(principal).items()
+            for hit in self.store.search(
+                embedder.embed([question])[0], principal, k, min_score=min_score, partition=part
+            )
+        ]
+        hits.sort(key=lambda hit: (-hit.score, hit.chunk.doc_id, hit.chunk.index))
+        return hits[:k]
 
     def keyword(
         self, question: str, principal: Principal, k: int, *, min_score: float | None = None
@@ -258,19 +270,41 @@ class Retriever:
         """The keyword ranker: the k chunks with the best BM25 scores above `min_score` (0)."""
         return self.store.keyword_search(question, principal, k, min_score=min_score or 0.0)
 
-    def embedder_for(self, tenant: str) -> Embedder | None:
-        """The embedder for questions of `tenant` (`raglab.store.indexing.tenant_embedder`).
+    def embedders_for(self, principal: Principal) -> dict[Partition | None, Embedder]:
+        """The embedder of each access partition `principal` may read, to embed their question.
 
-        The index's embedder, or for a fittable one its fit on the tenant's chunks (in
-        store order); None when the tenant has no chunk a fit could learn from.
+        {None: the index's embedder} (one vector for every chunk), unless it is fittable:
+        then each readable partition's fit (`raglab.store.indexing.partition_embedder`).
+        """
+        if not is_fittable(self.embedder):
+            return {None: self.embedder}
+        chunks = self._tenant_chunks(principal.tenant)
+        parts = sorted({Partition.of(chunk) for chunk in chunks})
+        return {part: self._fit(part, chunks) for part in parts if can_read(principal, part)}
+
+    def embedder_for(self, tenant: str) -> Embedder | None:
+        """The embedder every user of `tenant` shares, for the answerer's sentence scores.
+
+        The index's embedder, or for a fittable one the fit of the tenant's public
+        partition, which learned only what every user of the tenant may read; None when
+        the tenant has no public chunk to learn from.
         """
         if not is_fittable(self.embedder):
             return self.embedder
-        chunks = [chunk for chunk in self.store.chunks() if chunk.tenant == tenant]
-        if not chunks:
+        public = Partition(tenant)
+        chunks = self._tenant_chunks(tenant)
+        if not any(Partition.of(chunk) == public for chunk in chunks):
             return None
+        return self._fit(public, chunks)
+
+    def _tenant_chunks(self, tenant: str) -> list[Chunk]:
+        return [chunk for chunk in self.store.chunks() if chunk.tenant == tenant]
+
+    def _fit(self, part: Partition, tenant_chunks: list[Chunk]) -> Embedder:
+        """The fit of partition `part`, made from `tenant_chunks` (in store order) and cached."""
+        learned = fit_chunks(tenant_chunks, part)
         return self.fits.get(
-            tenant,
-            chunks,
-            lambda: tenant_embedder(self.store, self.embedder, tenant, [c.text for c in chunks]),
+            part,
+            learned,
+            lambda: partition_embedder(self.store, self.embedder, part, [c.text for c in learned]),
         )

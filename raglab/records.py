@@ -7,6 +7,7 @@ A score lives beside the thing it scores (`Hit(chunk, score)`), never inside it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from raglab.text import content_hash
@@ -100,6 +101,36 @@ class Principal:
     def __post_init__(self) -> None:
         # Accept any iterable of group names, store an immutable set.
         object.__setattr__(self, "groups", frozenset(self.groups))
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Partition:
+    """An access partition: the items of one tenant with one set of groups.
+
+    Every item of a partition has the same readers, since the access rule reads only the
+    tenant and the groups. The SQLite index keeps BM25 per partition; a learned embedder
+    is fitted per partition (`raglab.store.indexing`).
+
+    >>> Partition("acme", ("hr", "board", "hr"))
+    Partition(tenant='acme', groups=('board', 'hr'))
+    """
+
+    tenant: str
+    groups: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Sorted, without repeats: the same set of groups is the same partition.
+        object.__setattr__(self, "groups", tuple(sorted(set(self.groups))))
+
+    @classmethod
+    def of(cls, item: Chunk | Document | DocRecord) -> Partition:
+        """The partition `item` (a chunk, a document or a store's record of one) belongs to."""
+        return cls(item.tenant, item.groups)
+
+    @property
+    def groups_json(self) -> str:
+        """The groups as an index stores them (the SQLite `parts` table, an index's meta)."""
+        return json.dumps(list(self.groups))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import pytest
 
 from raglab import EmbedderMismatch, HashingEmbedder, Index, LSAEmbedder, Principal, StoreError, ask
 from raglab.generate.generation import is_abstention
+from raglab.records import Partition
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
 
@@ -80,19 +81,27 @@ def test_reopened_lsa_index_is_the_same_model(tmp_path):
     path = tmp_path / "lsa.sqlite"
     built = Index.from_folder(folder, embedder="lsa", path=path)
     reopened = Index.open(path)
-    fit = reopened.retriever().embedder_for("acme")
-    assert fit.version == built.retriever().embedder_for("acme").version
-    assert fit.version == reopened.store.meta["embedder_version"]["acme"]
-    question, principal = "How do I report a lost laptop?", Principal("u", "acme")
-    assert reopened.search(question, principal) == built.search(question, principal)
+    principal = Principal("u", "acme", {"hr", "managers"})
+    fits = reopened.retriever().embedders_for(principal)
+    assert fits == built.retriever().embedders_for(principal)
+    readable = {"[]", '["hr"]', '["managers"]', '["hr", "managers"]'}  # not '["finance"]'
+    assert {part.groups_json for part in fits} == readable
+    recorded = reopened.store.meta["embedder_version"]["acme"]
+    assert all(fit.version == recorded[part.groups_json] for part, fit in fits.items())
+    question = "How do I report a lost laptop?"
+    for method in ("dense", "hybrid"):
+        found = reopened.search(question, principal, method=method)
+        assert found == built.search(question, principal, method=method)
 
 
-def test_an_lsa_index_opened_with_other_settings_is_refused_when_a_tenant_asks(tmp_path):
+def test_an_lsa_index_opened_with_other_settings_is_refused_when_a_partition_asks(tmp_path):
     folder = copy_corpus(tmp_path)
     path = tmp_path / "lsa.sqlite"
     Index.from_folder(folder, embedder="lsa", path=path)
     other = Index.open(path, embedder=LSAEmbedder(seed=1))
-    with pytest.raises(EmbedderMismatch, match=r"\(tenant 'acme'\) was built with embedder 'lsa'"):
+    with pytest.raises(
+        EmbedderMismatch, match=r"\(tenant 'acme', groups \[\]\) was built with embedder 'lsa'"
+    ):
         other.search("lost laptop", Principal("u", "acme"), method="dense")
     # A tenant with nothing indexed has no fit to check, and no hits.
     assert other.search("lost laptop", Principal("u", "globex"), method="dense") == []
@@ -148,22 +157,27 @@ def test_an_index_with_embedder_settings_reopens_with_that_embedder(tmp_path):
     assert reopened.search("lost laptop", Principal("u", "acme"), k=1)
 
 
-def test_an_index_fits_each_tenant_once_for_all_its_retrievers(monkeypatch):
+def test_an_index_fits_each_partition_once_for_all_its_retrievers(monkeypatch):
     import raglab.store.indexing
 
     index = Index.from_folder(CORPUS, embedder="lsa")
-    fitted: list[str] = []
+    fitted: list[Partition] = []
     real_fit = raglab.store.indexing._fit
 
-    def counting_fit(embedder, tenant, texts):
-        fitted.append(tenant)
-        return real_fit(embedder, tenant, texts)
+    def counting_fit(embedder, part, texts):
+        fitted.append(part)
+        return real_fit(embedder, part, texts)
 
     monkeypatch.setattr(raglab.store.indexing, "_fit", counting_fit)
-    asker = Principal("ann", "acme")
+    asker = Principal("ann", "acme", {"hr"})
     for method in ("dense", "hybrid", "dense"):
         index.search("How many vacation days do I get?", asker, method=method)
-    assert fitted == ["acme"]
+    # the partitions ann may read, each fitted once
+    assert fitted == [
+        Partition("acme"),
+        Partition("acme", ("hr",)),
+        Partition("acme", ("hr", "managers")),
+    ]
 
 
 def test_ask_answers_with_the_index_embedder_by_default(corpus_index):
@@ -181,7 +195,7 @@ def test_ask_answers_with_the_index_embedder_by_default(corpus_index):
     assert ExtractiveGenerator(embedder=embedder).rank(prompt) != ExtractiveGenerator().rank(prompt)
 
 
-def test_the_answerer_of_an_lsa_index_uses_the_tenant_fit(tmp_path):
+def test_the_answerer_of_an_lsa_index_uses_the_tenants_public_fit(tmp_path):
     from raglab.pipeline import answer_embedder
 
     index = Index.from_folder(CORPUS, embedder="lsa")
@@ -189,6 +203,13 @@ def test_the_answerer_of_an_lsa_index_uses_the_tenant_fit(tmp_path):
     globex = answer_embedder(index, Principal("u", "globex"), "dense")
     assert acme.name == globex.name == "lsa" and "fit=" in acme.version
     assert acme.version != globex.version  # each tenant's own fit, never another's
+    # the space every user of acme shares, whatever their groups: no group's text in it
+    hr = answer_embedder(index, Principal("u", "acme", {"hr", "managers"}), "dense")
+    assert (
+        hr
+        == acme
+        == index.retriever("dense").embedders_for(Principal("u", "acme"))[Partition("acme")]
+    )
     assert answer_embedder(index, Principal("u", "nobody"), "hybrid") is None
 
 

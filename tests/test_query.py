@@ -16,6 +16,7 @@ from raglab import (
     sample_questions,
     sync,
 )
+from raglab.records import Partition
 from raglab.retrieve.fusion import Fusion
 
 DOCS = [
@@ -94,18 +95,26 @@ def test_bm25_model_follows_a_rewrite_under_the_same_chunk_ids():
     assert (hit.chunk.id, hit.chunk.text) == ("acme/leave.md#0", rewritten.text)
 
 
-def test_lsa_questions_are_embedded_by_their_tenants_fit():
+def test_lsa_questions_are_embedded_by_the_fit_of_each_readable_partition():
     store = MemoryStore()
     sync(store, DOCS, chunker=Chunker(), embedder=LSAEmbedder(dim=8))
     retriever = Retriever(store, LSAEmbedder(dim=8), "dense")
-    acme_texts = [c.text for c in store.chunks() if c.tenant == "acme"]
-    assert retriever.embedder_for("acme") == LSAEmbedder(dim=8).fit(acme_texts)
-    assert retriever.embedder_for("initech") is None  # nothing indexed, nothing to fit
+    acme = [c.text for c in store.chunks() if c.tenant == "acme"]  # in store order
+    public = [c.text for c in store.chunks() if c.tenant == "acme" and not c.groups]
+    public_fit = LSAEmbedder(dim=8).fit(public)
+    assert retriever.embedders_for(Principal("u", "acme")) == {Partition("acme"): public_fit}
+    assert retriever.embedders_for(Principal("u", "acme", {"hr"})) == {
+        Partition("acme"): public_fit,  # a public chunk is scored with the public fit, by all
+        Partition("acme", ("hr",)): LSAEmbedder(dim=8).fit(acme),
+    }
+    assert retriever.embedder_for("acme") == public_fit  # the answerer's: every user's
+    assert retriever.embedders_for(Principal("u", "initech")) == {}  # nothing to fit
+    assert retriever.embedder_for("initech") is None
     assert retriever.search("vacation days", Principal("u", "initech"), k=5) == []
-    assert (
-        retriever.search("vacation days", Principal("u", "acme"), k=1)[0].chunk.doc_id
-        == "acme/leave.md"
-    )
+    top = retriever.search("vacation days", Principal("u", "acme"), k=1)
+    assert top[0].chunk.doc_id == "acme/leave.md"
+    top = retriever.search("salary band senior engineers", Principal("u", "acme", {"hr"}), k=1)
+    assert top[0].chunk.doc_id == "acme/salaries.md"
 
 
 def test_min_score_drops_weak_hits(store):

@@ -13,8 +13,8 @@ Three embedders share one protocol (`Embedder`, here), picked by name from the r
 Every embedder has `.name`, `.dim`, `.version` and `.embed(texts)`. The version string
 travels with an index: a changed setting or a different fit changes it, and the index
 refuses to compare vectors made by different versions. A fittable embedder (LSA) also
-has `.fit(texts)`, which returns a new, fitted embedder; an index fits one per tenant,
-on that tenant's chunks alone (`raglab.store.indexing`).
+has `.fit(texts)`, which returns a new, fitted embedder; an index fits one per access
+partition, on what every reader of the partition may read (`raglab.store.indexing`).
 
 >>> vectors = embedder("hashing", dim=64).embed(["refund policy", "refunds"])
 >>> vectors.shape, vectors.dtype.name
@@ -115,7 +115,7 @@ def embedder(name: str, **options: Any) -> Embedder:
     """A new embedder by registry name; `options` go to its constructor.
 
     An "lsa" embedder comes back unfitted: `.fit(corpus)` gives one whose corpus and
-    query vectors share a space (an index fits one per tenant for you).
+    query vectors share a space (an index fits one per access partition for you).
 
     >>> embedder("hashing", dim=32).version
     'hash-v2:dim=32:char=3-5:bigrams=1:stop=en'

@@ -2,8 +2,8 @@
 
 TF-IDF, then a truncated SVD learned from a corpus (`fit`). Words that occur in the same
 documents end up near each other, so it can match a paraphrase the corpus itself
-connects. An index fits one per tenant, on that tenant's chunks alone
-(`raglab.store.indexing`).
+connects. An index fits one per access partition (one tenant, one set of groups), on
+what every reader of the partition may read (`raglab.store.indexing`).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class LSAEmbedder:
         # The SVD of an n_texts x n_terms matrix has at most min(n_texts, n_terms) directions.
         svd = TruncatedSVD(n_components=min(self.dim, n_texts, n_terms), random_state=self.seed)
         # One text has no variance: sklearn's explained-variance ratio (which no vector
-        # uses) is then 0 / 0. Common with one fit per tenant: a tenant of one chunk.
+        # uses) is then 0 / 0. Common with one fit per access partition: a partition of one chunk.
         with np.errstate(invalid="ignore"):
             svd.fit(tfidf)
         release = ".".join(sklearn.__version__.split(".")[:2])

@@ -129,7 +129,7 @@ class Decision:
 class ExtractiveGenerator:
     """Answer by quoting the source sentences that best answer the question, cited.
 
-    `embedder`: the index's embedder (for LSA, the tenant's fit); sentences are then scored
+    `embedder`: the index's embedder (for LSA, the tenant's public fit); sentences are then scored
     by meaning as well as words, and the rule fitted for that embedder decides. Without
     one, words alone and the words-only rule. `rule`: another `AbstentionRule` (default:
     the shipped one for the embedder, `raglab.generate.abstention.load_rule`). `known_words`: the

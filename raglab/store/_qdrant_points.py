@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from raglab.ingest.stems import chunk_stems
-from raglab.records import Chunk, DocRecord, Principal
+from raglab.records import Chunk, DocRecord, Partition, Principal
 from raglab.store.errors import StoreError
 
 INSTALL_HINT = "pip install raglab[qdrant]"
@@ -135,6 +135,21 @@ def readable_filter(principal: Principal | None, hidden: Sequence[str] = ()) -> 
         should=[open_to_all, *in_a_group],  # at least one of them
         must_not=must_not,
     )
+
+
+def within_partition(shown: Any, part: Partition) -> Any:
+    """The filter `shown`, narrowed to the chunks of access partition `part`: its tenant and
+    exactly its groups (each of them, and no more values than it has)."""
+    models = qdrant().models
+    if part.groups:
+        count = models.ValuesCount(lte=len(part.groups))
+        groups = [
+            *(field_is("groups", group) for group in part.groups),
+            models.FieldCondition(key="groups", values_count=count),
+        ]
+    else:
+        groups = [models.IsEmptyCondition(is_empty=models.PayloadField(key="groups"))]
+    return models.Filter(must=[shown, field_is("tenant", part.tenant), *groups])
 
 
 # ---------------------------------------------------------------------------- collections

@@ -14,6 +14,9 @@ The rule (ARCHITECTURE.md): a `Principal(user, tenant, groups)` may read an item
 tenant equals the principal's, and the item has no groups or shares at least one group
 with the principal. Groups count only within the principal's own tenant: being in "hr" of
 tenant acme opens nothing of tenant globex.
+
+An access partition is one tenant's items with one set of groups (`raglab.records.Partition`):
+every item of a partition has the same readers.
 """
 
 from __future__ import annotations
@@ -23,15 +26,16 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from raglab.records import Chunk, DocRecord, Document, Principal
+from raglab.records import Chunk, DocRecord, Document, Partition, Principal
 
 CACHE_SIZE = 64
 """Principals remembered per AccessIndex; past this the cache starts afresh, so memory
 stays bounded even when every question comes from a different set of groups."""
 
 
-def can_read(principal: Principal, item: Chunk | Document | DocRecord) -> bool:
-    """True when `principal` may read `item` (a chunk, a whole document or a store's record of one).
+def can_read(principal: Principal, item: Chunk | Document | DocRecord | Partition) -> bool:
+    """True when `principal` may read `item` (a chunk, a whole document, a store's record of
+    one, or every item of an access partition).
 
     >>> from raglab.records import Document, Principal
     >>> payroll = Document("pay.md", "...", tenant="acme", groups=("hr",))
@@ -76,19 +80,22 @@ class AccessIndex:
     (tenant, groups), since the same few principals ask again and again.
     """
 
-    __slots__ = ("_cache", "_open", "_restricted", "n_rows")
+    __slots__ = ("_cache", "_open", "_partitions", "_restricted", "n_rows")
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         open_rows: dict[str, list[int]] = {}
         restricted: dict[tuple[str, str], list[int]] = {}
+        partitions: dict[Partition, list[int]] = {}
         for row, chunk in enumerate(chunks):
             if not chunk.groups:
                 open_rows.setdefault(chunk.tenant, []).append(row)
             for group in chunk.groups:
                 restricted.setdefault((chunk.tenant, group), []).append(row)
+            partitions.setdefault(Partition(chunk.tenant, chunk.groups), []).append(row)
         self.n_rows = len(chunks)
         self._open = {tenant: _frozen_rows(rows) for tenant, rows in open_rows.items()}
         self._restricted = {key: _frozen_rows(rows) for key, rows in restricted.items()}
+        self._partitions = {key: _frozen_rows(rows) for key, rows in partitions.items()}
         self._cache: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
 
     def key(self, principal: Principal) -> tuple[str, tuple[str, ...]]:
@@ -113,6 +120,10 @@ class AccessIndex:
                 self._cache.clear()
             self._cache[key] = rows
         return self._cache[key]
+
+    def partition_rows(self, part: Partition) -> np.ndarray:
+        """Ascending int64 rows of the access partition `part` (a read-only array)."""
+        return self._partitions.get(part, _NO_ROWS)
 
 
 def _frozen_rows(rows: ArrayLike) -> np.ndarray:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from raglab.records import Chunk, DocRecord, Principal
+from raglab.records import Chunk, DocRecord, Partition, Principal
 from raglab.store.access import AccessIndex
 from raglab.store.versions import hidden_from
 
@@ -79,3 +79,7 @@ class Eligibility:
             rows.setflags(write=False)
             self._cache[key] = rows
         return self._cache[key]
+
+    def rows_in(self, principal: Principal, part: Partition) -> np.ndarray:
+        """Ascending rows `principal` is answered from within the access partition `part`."""
+        return np.intersect1d(self.rows(principal), self.access.partition_rows(part))

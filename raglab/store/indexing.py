@@ -4,22 +4,35 @@
 in one transaction; `check_embedder` refuses to query an index with an embedder other
 than the one that built it.
 
-Tenants are isolated by construction, learned embedders included. An embedder that
-learns its space from a corpus (it has `fit`, like LSA) is fitted once per tenant, on
-that tenant's chunks alone, in store order. Tenant T's vectors are made by T's fit; a
-question from T is embedded by T's fit (`tenant_embedder`) and scored against T's chunks
-only (the store's access filter). Nothing another tenant indexes reaches T's model, T's
-vectors or T's scores. The index records one version per tenant (`meta`'s
-`embedder_version` maps tenant -> version), and a tenant whose fit did not change keeps
-its vectors. An embedder without `fit` (hashing, minilm) embeds a text the same way
-whatever the corpus: one version for the whole index, nothing per tenant.
+Who may read a chunk decides what its score may depend on, learned embedders included.
+An embedder that learns its space from a corpus (it has `fit`, like LSA) is fitted once
+per access partition (`raglab.records.Partition`: one tenant, one set of groups), on the
+partition's own chunks and its tenant's public chunks (`fit_chunks`), in store order:
+exactly what every reader of the partition may read, and nothing else. A chunk's vector
+is made by its partition's fit; a question is embedded once per partition its asker may
+read (`partition_embedder`), and each partition's chunks are scored with their own fit's
+vector of it (`raglab.query.Retriever.dense`, through the store's `partition` filter).
 
-What does not hold within a tenant: groups are an access rule, not a model boundary. A
-user only ever sees chunks of their own groups, but the tenant's fit is learned from all
-of its chunks, so a document restricted to "hr" shapes the space in which every user of
-the tenant is scored: it can move their scores, never what they may read. BM25 has no
-such limit, since it is fitted at query time on the principal's readable chunks alone
-(`raglab.store.keyword`, or the SQLite store's postings per access partition).
+So a score depends only on text every reader of the scored chunk may read. A document of
+"board" shapes the fit of the "board" partition alone: a user outside "board" is never
+scored with it (their partitions' fits never saw it), and a public chunk is always scored
+with the public fit, by every user. Nothing another tenant indexes, nor another group of
+the same tenant, reaches a user's model, vectors or scores; BM25 holds the same rule,
+fitted on the principal's readable chunks alone (`raglab.store.keyword`, or the SQLite
+store's postings per access partition).
+
+Why not one fit per tenant on its public chunks alone (no restricted text either, and one
+space for every user)? The vectors of a restricted document would then know only the
+public words, and its own readers would find it lower: measured on the sample questions
+in ARCHITECTURE.md ("The two visibility rules"). The price of a fit per partition: each
+one learns its tenant's public chunks again, a question is embedded once per partition
+its asker may read, and cosines from different fits are ranked together.
+
+The index records one version per partition (`meta`'s `embedder_version` maps tenant ->
+groups as JSON -> version): which fit made which vectors. A partition whose fit did not
+change keeps its vectors; a changed public partition changes every fit of its tenant. An
+embedder without `fit` (hashing, minilm) embeds a text the same way whatever the corpus:
+one version for the whole index, nothing per partition.
 """
 
 from __future__ import annotations
@@ -31,39 +44,48 @@ from typing import Any, Protocol
 import numpy as np
 
 from raglab.embed.embedders import Embedder, is_fittable
-from raglab.records import Chunk, DocRecord, Document
+from raglab.records import Chunk, DocRecord, Document, Partition
 from raglab.store.errors import EmbedderMismatch
 from raglab.store.protocol import VectorStore
 from raglab.store.versions import supersession
 from raglab.store.writes import checked_meta
 
 
-def tenant_embedder(
-    store: VectorStore, embedder: Embedder, tenant: str, texts: Sequence[str]
-) -> Embedder:
-    """The embedder that made `tenant`'s vectors in `store`, to embed that tenant's questions.
+def fit_chunks(chunks: Iterable[Chunk], part: Partition) -> list[Chunk]:
+    """The chunks the fit of partition `part` learns from, in the order given (store order):
+    its own and its tenant's public ones, which every reader of `part` may read."""
+    public = Partition(part.tenant)
+    return [chunk for chunk in chunks if Partition.of(chunk) in (part, public)]
 
-    `embedder` itself, unless it is fittable: then its fit on `texts` (the tenant's chunk
-    texts in store order, exactly what `sync` fitted it on), checked against the version
-    the index recorded for `tenant`.
+
+def partition_embedder(
+    store: VectorStore, embedder: Embedder, part: Partition, texts: Sequence[str]
+) -> Embedder:
+    """The embedder that made the vectors of partition `part` in `store`, to embed questions.
+
+    `embedder` itself, unless it is fittable: then its fit on `texts` (the texts of
+    `fit_chunks` in store order, exactly what `sync` fitted it on), checked against the
+    version the index recorded for `part`.
     """
     if not is_fittable(embedder):
         return embedder
-    fitted = _fit(embedder, tenant, texts)
-    check_embedder(store, fitted, tenant=tenant)
+    fitted = _fit(embedder, part, texts)
+    check_embedder(store, fitted, partition=part)
     return fitted
 
 
-def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None = None) -> None:
+def check_embedder(
+    store: VectorStore, embedder: Embedder, *, partition: Partition | None = None
+) -> None:
     """Refuse to query `store` with an embedder other than the one that built it.
 
     Name, dim and version must all match what the index recorded: vectors from two
     different models are not comparable, even when their lengths agree. An index with no
     embedder recorded (filled by hand with `add`) is checked on its dim alone.
 
-    An index built with a fittable embedder records one version per tenant (each tenant's
-    fit): with `tenant`, `embedder` is checked as that tenant's fit; without, only its
-    name and dim are checked.
+    An index built with a fittable embedder records one version per access partition
+    (each partition's fit): with `partition`, `embedder` is checked as that partition's
+    fit; without, only its name and dim are checked.
     """
     meta = store.meta
     where = f"index {str(store.path)!r}" if hasattr(store, "path") else "the index"
@@ -76,15 +98,15 @@ def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None
         return
     name, dim, recorded = meta["embedder_name"], meta["embedder_dim"], meta["embedder_version"]
     version: str | None = embedder.version
-    if isinstance(recorded, dict) and tenant is None:  # fitted per tenant: name and dim only
+    if isinstance(recorded, dict) and partition is None:  # fitted per partition: name and dim
         recorded = version = None
-    elif isinstance(recorded, dict):  # the version of this tenant's fit
-        recorded = recorded.get(tenant, "none recorded")
-        where += f" (tenant {tenant!r})"
+    elif _per_partition(recorded) and partition is not None:  # this partition's fit
+        recorded = recorded.get(partition.tenant, {}).get(partition.groups_json, "none recorded")
+        where += f" (tenant {partition.tenant!r}, groups {list(partition.groups)})"
     elif is_fittable(embedder) and name == embedder.name:
         raise EmbedderMismatch(
-            f"{where} holds one {name!r} fit for every tenant at once (an older raglab made "
-            "it): rebuild it, so that each tenant gets a fit of its own"
+            f"{where} holds a {name!r} fit that is not per access partition (an older raglab "
+            "made it): rebuild it, so that each partition gets a fit of its own"
         )
     if (name, dim, recorded) != (embedder.name, embedder.dim, version):
         raise EmbedderMismatch(
@@ -94,20 +116,27 @@ def check_embedder(store: VectorStore, embedder: Embedder, *, tenant: str | None
         )
 
 
+def _per_partition(recorded: object) -> bool:
+    """Whether a recorded `embedder_version` holds one version per access partition
+    (tenant -> groups -> version), as `sync` writes it for a fittable embedder."""
+    return isinstance(recorded, dict) and all(isinstance(v, dict) for v in recorded.values())
+
+
 def _describe(name: str, dim: int | None, version: str | None) -> str:
-    """How a message names an embedder; version None: one fit per tenant, not named."""
-    settings = "fitted per tenant" if version is None else f"version={version!r}"
+    """How a message names an embedder; version None: one fit per partition, not named."""
+    settings = "fitted per access partition" if version is None else f"version={version!r}"
     return f"{name!r} (dim={dim}, {settings})"
 
 
-def _fit(embedder: Any, tenant: str, texts: Sequence[str]) -> Embedder:
-    """`embedder` fitted on one tenant's texts; a failed fit names the tenant."""
+def _fit(embedder: Any, part: Partition, texts: Sequence[str]) -> Embedder:
+    """`embedder` fitted on one partition's texts; a failed fit names the partition."""
     try:
         fitted: Embedder = embedder.fit(texts)
         return fitted
     except ValueError as error:
         raise ValueError(
-            f"cannot fit embedder {embedder.name!r} on the chunks of tenant {tenant!r}: {error}"
+            f"cannot fit embedder {embedder.name!r} on the chunks of tenant {part.tenant!r}, "
+            f"groups {list(part.groups)}: {error}"
         ) from None
 
 
@@ -118,8 +147,8 @@ def _fit(embedder: Any, tenant: str, texts: Sequence[str]) -> Embedder:
 class SyncReport:
     """What `sync` did, by document id (each tuple sorted).
 
-    `embedder` is the one given (a fittable one stays unfitted: each tenant has its own
-    fit, see the module docstring). `embedded` counts the chunks written with a new vector;
+    `embedder` is the one given (a fittable one stays unfitted: each access partition has
+    its own fit, see the module docstring). `embedded` counts the chunks written with a new vector;
     `reused` says how many of them took a vector already in the store (same text, same
     model) instead of calling the embedder; `rebuilt` says why unchanged documents were
     re-indexed too ("" when only changed documents were); `chunker`, the params of the
@@ -158,10 +187,10 @@ def sync(
     embedder's version differs from the stored one. A chunk whose text is already in the
     store, embedded by the same model, takes the stored vector instead of being embedded
     again (`_stored_vectors`): after an edit only the chunks whose text changed are
-    embedded, and re-chunking leaves the chunks that came out the same alone. A fittable embedder is fitted per
-    tenant, on that tenant's chunk texts in store order (see the module docstring): when a
-    tenant's fit gives a new version, every vector of that tenant is re-embedded, and the
-    other tenants keep theirs.
+    embedded, and re-chunking leaves the chunks that came out the same alone. A fittable
+    embedder is fitted per access partition, on the texts of `fit_chunks` in store order
+    (see the module docstring): when a partition's fit gives a new version, every vector
+    of that partition is re-embedded, and the other partitions keep theirs.
 
     Chunking and embedding happen before the store is touched, and the writes run in one
     transaction: if anything fails, the previous index stays as it was.
@@ -172,18 +201,18 @@ def sync(
     params = checked_meta({"chunker": chunker.params()}, {})["chunker"]
     _refuse_other_embedder(store, meta, embedder)
     split: dict[str, list[Chunk]] = {}
-    fits: dict[str, Embedder] = {}  # tenant -> its fit; stays empty unless fittable
+    fits: dict[Partition, Embedder] = {}  # partition -> its fit; stays empty unless fittable
     if is_fittable(embedder):
         split = {doc.id: _split_checked(chunker, doc) for doc in docs.values()}
-        fits = _fit_per_tenant(embedder, docs, split)
+        fits = _fit_per_partition(embedder, split)
     everything = _rebuild_reason(meta, params, embedder) if stored else ""
-    refitted = set() if everything else _refitted_tenants(meta, fits, stored)
+    refitted = set() if everything else _refitted_partitions(meta, fits, stored)
     records = {doc_id: DocRecord.of(doc) for doc_id, doc in docs.items()}
 
     def is_current(doc_id: str) -> bool:
-        """Stored as it is now, by the embedder (and tenant fit) in use."""
+        """Stored as it is now, by the embedder (and partition fit) in use."""
         same_record = stored[doc_id] == records[doc_id]
-        return same_record and not everything and docs[doc_id].tenant not in refitted
+        return same_record and not everything and Partition.of(docs[doc_id]) not in refitted
 
     added = [doc_id for doc_id in records if doc_id not in stored]
     kept = [doc_id for doc_id in records if doc_id in stored]
@@ -197,7 +226,7 @@ def sync(
         for doc_id in to_write
         for chunk in (split[doc_id] if doc_id in split else _split_checked(chunker, docs[doc_id]))
     ]
-    stored_vectors = _stored_vectors(store, meta, embedder, fits) if chunks else {}
+    stored_vectors = _stored_vectors(store, meta, embedder) if chunks else {}
     vectors, reused = _embed_chunks(embedder, fits, chunks, stored_vectors)
     with store.transaction():
         for doc_id in removed + updated:
@@ -225,103 +254,115 @@ def sync(
     )
 
 
-def _version_to_record(embedder: Embedder, fits: dict[str, Embedder]) -> str | dict[str, str]:
-    """What `meta["embedder_version"]` holds: the version, or each tenant's fit's version."""
-    if is_fittable(embedder):
-        return {tenant: fit.version for tenant, fit in fits.items()}
-    return embedder.version
+def _version_to_record(
+    embedder: Embedder, fits: dict[Partition, Embedder]
+) -> str | dict[str, dict[str, str]]:
+    """What `meta["embedder_version"]` holds: the version, or each partition's fit's version
+    (tenant -> groups as JSON -> version)."""
+    if not is_fittable(embedder):
+        return embedder.version
+    recorded: dict[str, dict[str, str]] = {}
+    for part, fit in fits.items():
+        recorded.setdefault(part.tenant, {})[part.groups_json] = fit.version
+    return recorded
 
 
-def _fit_per_tenant(
-    embedder: Embedder, docs: dict[str, Document], split: dict[str, list[Chunk]]
-) -> dict[str, Embedder]:
-    """The embedder fitted on each tenant's chunk texts alone, in store order.
+def _fit_per_partition(
+    embedder: Embedder, split: dict[str, list[Chunk]]
+) -> dict[Partition, Embedder]:
+    """The embedder fitted for each access partition that has chunks, on `fit_chunks`.
 
     Store order is by document id, then chunk index: the order in which the query path
-    reads a tenant's chunks back (`tenant_embedder`), so both make the same fit.
+    reads the chunks back (`raglab.query`), so both make the same fit.
     """
-    texts: dict[str, list[str]] = {}
-    for doc_id, doc in docs.items():  # sorted by id
+    by_tenant: dict[str, list[Chunk]] = {}
+    for doc_id in sorted(split):
         chunks = sorted(split[doc_id], key=lambda chunk: chunk.index)
-        texts.setdefault(doc.tenant, []).extend(chunk.text for chunk in chunks)
+        for chunk in chunks:
+            by_tenant.setdefault(chunk.tenant, []).append(chunk)
     return {
-        tenant: _fit(embedder, tenant, tenant_texts)
-        for tenant, tenant_texts in sorted(texts.items())
-        if tenant_texts  # a tenant of empty documents has no chunk to embed
+        part: _fit(embedder, part, [chunk.text for chunk in fit_chunks(chunks, part)])
+        for tenant, chunks in sorted(by_tenant.items())
+        for part in sorted({Partition.of(chunk) for chunk in chunks})
     }
 
 
-def _refitted_tenants(
-    meta: dict[str, Any], fits: dict[str, Embedder], stored: dict[str, DocRecord]
-) -> set[str]:
-    """Tenants with stored chunks whose fit changed: all their vectors are out of date."""
-    recorded = meta["embedder_version"] if isinstance(meta["embedder_version"], dict) else {}
-    stored_tenants = {record.tenant for record in stored.values()}
+def _recorded_version(meta: dict[str, Any], part: Partition) -> str | None:
+    """The version the index records for the fit of partition `part` (None: none)."""
+    recorded = meta["embedder_version"]
+    if not _per_partition(recorded):
+        return None
+    version: str | None = recorded.get(part.tenant, {}).get(part.groups_json)
+    return version
+
+
+def _refitted_partitions(
+    meta: dict[str, Any], fits: dict[Partition, Embedder], stored: dict[str, DocRecord]
+) -> set[Partition]:
+    """Partitions with stored chunks whose fit changed: all their vectors are out of date."""
+    stored_parts = {Partition.of(record) for record in stored.values()}
     return {
-        tenant
-        for tenant, fit in fits.items()
-        if tenant in stored_tenants and recorded.get(tenant) != fit.version
+        part
+        for part, fit in fits.items()
+        if part in stored_parts and _recorded_version(meta, part) != fit.version
     }
 
 
-def _refit_reason(tenants: set[str]) -> str:
-    if not tenants:
+def _refit_reason(parts: set[Partition]) -> str:
+    if not parts:
         return ""
-    return f"embedder refitted on the chunks of tenant(s) {', '.join(map(repr, sorted(tenants)))}"
+    named = ", ".join(f"{part.tenant!r} {list(part.groups)}" for part in sorted(parts))
+    return f"embedder refitted on the chunks of partition(s) {named}"
 
 
 def _stored_vectors(
-    store: VectorStore, meta: dict[str, Any], embedder: Embedder, fits: dict[str, Embedder]
+    store: VectorStore, meta: dict[str, Any], embedder: Embedder
 ) -> dict[tuple[str, str], np.ndarray]:
-    """The store's vectors that the embedder in use would make again, by (tenant, text).
+    """The store's vectors by (version of the model that made them, text).
 
     The embedding cache: a vector is reused only when both its text and the model that
-    made it are unchanged — the same embedder name, dim and version; for a fittable
-    embedder, the same tenant and the same version of that tenant's fit, so one tenant's
-    fitted vectors never serve another (the tenant is "" for other embedders, whose
-    vectors do not depend on the corpus). The text itself is the key: no hash collision
-    can hand back another text's vector.
+    made it are unchanged — the same embedder name and dim, and the same version: the
+    index's, or for a fittable embedder the one recorded for the chunk's partition (a fit's
+    version names the texts it learned, so an equal version is an equal model). The text
+    itself is the key: no hash collision can hand back another text's vector.
     """
     if (meta["embedder_name"], meta["embedder_dim"]) != (embedder.name, embedder.dim):
-        return {}
-    recorded = meta["embedder_version"]
-    if is_fittable(embedder):
-        recorded = recorded if isinstance(recorded, dict) else {}
-        tenants = {tenant for tenant, fit in fits.items() if recorded.get(tenant) == fit.version}
-        if not tenants:
-            return {}
-    elif recorded != embedder.version:
         return {}
     vectors = store.vectors()
     cache: dict[tuple[str, str], np.ndarray] = {}
     for row, chunk in enumerate(store.chunks()):
-        scope = chunk.tenant if fits else ""
-        if not fits or scope in tenants:
-            cache.setdefault((scope, chunk.text), vectors[row])
+        version = (
+            _recorded_version(meta, Partition.of(chunk))
+            if is_fittable(embedder)
+            else meta["embedder_version"]
+        )
+        if isinstance(version, str):
+            cache.setdefault((version, chunk.text), vectors[row])
     return cache
 
 
 def _embed_chunks(
     embedder: Embedder,
-    fits: dict[str, Embedder],
+    fits: dict[Partition, Embedder],
     chunks: list[Chunk],
     stored: dict[tuple[str, str], np.ndarray],
 ) -> tuple[np.ndarray, int]:
     """(one vector per chunk, how many were taken from `stored` instead of embedded).
 
-    A chunk is embedded by `embedder`, or by its tenant's fit when there are `fits`.
+    A chunk is embedded by `embedder`, or by its partition's fit when there are `fits`.
     """
     vectors = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
-    to_embed: dict[str, list[int]] = {}  # tenant ("" without fits) -> rows
+    to_embed: dict[str, list[int]] = {}  # model version -> rows
+    models: dict[str, Embedder] = {}
     for row, chunk in enumerate(chunks):
-        scope = chunk.tenant if fits else ""
-        if (scope, chunk.text) in stored:
-            vectors[row] = stored[(scope, chunk.text)]
+        model = fits[Partition.of(chunk)] if fits else embedder
+        if (model.version, chunk.text) in stored:
+            vectors[row] = stored[(model.version, chunk.text)]
         else:
-            to_embed.setdefault(scope, []).append(row)
-    for scope, rows in to_embed.items():
-        model = fits[scope] if fits else embedder
-        vectors[rows] = _embed_checked(model, [chunks[row].text for row in rows])
+            to_embed.setdefault(model.version, []).append(row)
+            models[model.version] = model
+    for version, rows in to_embed.items():
+        vectors[rows] = _embed_checked(models[version], [chunks[row].text for row in rows])
     return vectors, len(chunks) - sum(map(len, to_embed.values()))
 
 
@@ -364,7 +405,7 @@ def _refuse_other_embedder(store: VectorStore, meta: dict[str, Any], embedder: E
     dim_differs = store.dim is not None and store.dim != embedder.dim
     if name_differs or dim_differs:
         recorded = meta["embedder_version"]
-        version = None if isinstance(recorded, dict) else recorded  # a dict: one per tenant
+        version = None if isinstance(recorded, dict) else recorded  # a dict: one per partition
         stored = _describe(meta["embedder_name"], store.dim, version)
         raise EmbedderMismatch(
             f"the index was built with embedder {stored} but sync was given "
@@ -374,12 +415,16 @@ def _refuse_other_embedder(store: VectorStore, meta: dict[str, Any], embedder: E
 
 
 def _rebuild_reason(meta: dict[str, Any], params: dict[str, Any], embedder: Embedder) -> str:
-    """Why every stored chunk is out of date, or "" when only changed documents (or tenants) are."""
+    """Why every stored chunk is out of date, or "" when only changed documents (or
+    partitions) are."""
     recorded = meta["embedder_version"]
     if recorded is None:
         return "the index records no embedder"
-    if is_fittable(embedder) and not isinstance(recorded, dict):
-        return "the index holds one embedder fit for every tenant: each tenant now gets its own"
+    if is_fittable(embedder) and not _per_partition(recorded):
+        return (
+            "the index's embedder fits are not per access partition: each partition now "
+            "gets its own"
+        )
     if not is_fittable(embedder) and recorded != embedder.version:
         return f"embedder version changed ({recorded!r} -> {embedder.version!r})"
     if meta["chunker"] != params:

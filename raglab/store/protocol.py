@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 
 META_KEYS = ("embedder_name", "embedder_dim", "embedder_version", "chunker", "superseded")
 """What `store.meta` holds; each is None until the first `sync` records it. `superseded`
@@ -54,10 +54,18 @@ class VectorStore(Protocol):
         ...
 
     def search(
-        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+        self,
+        query: np.ndarray,
+        principal: Principal,
+        k: int,
+        *,
+        min_score: float | None = None,
+        partition: Partition | None = None,
     ) -> list[Hit]:
         """The k chunks `principal` is answered from that are most similar to `query` (by
-        cosine, at least `min_score`), best first; equal scores in store order."""
+        cosine, at least `min_score`), best first; equal scores in store order. With
+        `partition`, only the chunks of that access partition: a learned embedder's
+        question vector is compared with its own fit's chunks alone (`raglab.query`)."""
         ...
 
     def keyword_search(

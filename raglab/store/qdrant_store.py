@@ -36,7 +36,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 from raglab.retrieve.vectors import normalise
 from raglab.store._qdrant_points import (
     META_ID,
@@ -50,6 +50,7 @@ from raglab.store._qdrant_points import (
     scroll,
     store_order,
     upsert,
+    within_partition,
 )
 from raglab.store.eligibility import Eligibility
 from raglab.store.errors import StoreError
@@ -305,11 +306,19 @@ class QdrantStore:
         return meta, readable, readable_filter(principal, [*meta["journal"], *sorted(hidden)])
 
     def search(
-        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+        self,
+        query: np.ndarray,
+        principal: Principal,
+        k: int,
+        *,
+        min_score: float | None = None,
+        partition: Partition | None = None,
     ) -> list[Hit]:
         """Qdrant finds the candidates among the chunks `principal` may read; raglab ranks them."""
         k = check_int("k", k, minimum=1)
         meta, _, shown = self._filters(principal)
+        if partition is not None:
+            shown = within_partition(shown, partition)
         q = checked_query(query, meta["dim"])
         if not self._client.collection_exists(self._chunks_name):
             return []

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 from raglab.retrieve._fast import top_k  # the reference's answer, faster
 from raglab.store.eligibility import Eligibility
 from raglab.store.errors import DimensionMismatch
@@ -43,18 +43,25 @@ class Snapshot:
         self.matrix = matrix
         self.eligibility = Eligibility(chunks, superseded, documents)
         self.keywords = ChunkKeywords(self.eligibility)
-        self._blocks: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}  # by `eligibility.key`
+        # by `eligibility.key` and partition
+        self._blocks: dict[tuple[str, tuple[str, ...], Partition | None], np.ndarray] = {}
 
     @property
     def chunks(self) -> Sequence[Chunk]:
         return self.eligibility.chunks
 
-    def eligible(self, principal: Principal) -> tuple[np.ndarray, np.ndarray]:
-        """The rows `principal` is answered from and their vectors (the only ones scored)."""
-        rows = self.eligibility.rows(principal)
+    def eligible(
+        self, principal: Principal, part: Partition | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows `principal` is answered from (those of access partition `part` alone,
+        if given) and their vectors (the only ones scored)."""
+        if part is None:
+            rows = self.eligibility.rows(principal)
+        else:
+            rows = self.eligibility.rows_in(principal, part)
         if len(rows) == len(self.chunks):
             return rows, self.matrix
-        key = self.eligibility.key(principal)
+        key = (*self.eligibility.key(principal), part)
         if key not in self._blocks:
             self._make_room(len(rows))
             self._blocks[key] = self.matrix[rows]
@@ -73,11 +80,13 @@ def _search(
     principal: Principal,
     k: int,
     min_score: float | None,
+    part: Partition | None,
 ) -> list[Hit]:
-    """Filter, then score: cosine of `query` with the eligible rows only, top-k, best first."""
+    """Filter, then score: cosine of `query` with the eligible rows only (of partition
+    `part` alone, if given), top-k, best first."""
     k = check_int("k", k, minimum=1)
     q = checked_query(query, dim)
-    rows, block = snapshot.eligible(principal)
+    rows, block = snapshot.eligible(principal, part)
     if not len(rows):
         return []
     # Rows are stored unit length, so cosine is one dot product per eligible row; ties
@@ -118,9 +127,15 @@ class SnapshotReads:
         return self._current().matrix
 
     def search(
-        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+        self,
+        query: np.ndarray,
+        principal: Principal,
+        k: int,
+        *,
+        min_score: float | None = None,
+        partition: Partition | None = None,
     ) -> list[Hit]:
-        return _search(self._current(), self._dim, query, principal, k, min_score)
+        return _search(self._current(), self._dim, query, principal, k, min_score, partition)
 
     def keyword_search(
         self, question: str, principal: Principal, k: int, *, min_score: float = 0.0

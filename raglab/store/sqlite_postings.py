@@ -24,7 +24,7 @@ from itertools import chain
 
 import numpy as np
 
-from raglab.records import Principal
+from raglab.records import Partition, Principal
 from raglab.retrieve.bm25 import BM25, _count_pairs, lucene_idf, term_saturation
 from raglab.text import tokenize
 
@@ -36,7 +36,8 @@ _PARAMS = BM25()  # the retriever's BM25 settings (k1, b): the defaults
 
 def part_key(tenant: str, groups: Sequence[str]) -> tuple[str, str]:
     """A partition's (tenant, groups) as stored: the groups sorted, without repeats, as JSON."""
-    return tenant, json.dumps(sorted(set(groups)))
+    part = Partition(tenant, tuple(groups))
+    return part.tenant, part.groups_json
 
 
 class Postings:
@@ -143,8 +144,11 @@ class Postings:
 
     # -- reading
 
-    def readable_parts(self, principal: Principal) -> dict[int, tuple[int, int]]:
-        """Partition id -> (chunks, tokens) for the partitions `principal` may read."""
+    def readable_parts(
+        self, principal: Principal, only: Partition | None = None
+    ) -> dict[int, tuple[int, int]]:
+        """Partition id -> (chunks, tokens) for the partitions `principal` may read (of
+        them, partition `only` alone, if given)."""
         rows = self._con.execute(
             "SELECT id, groups, n_chunks, n_tokens FROM parts WHERE tenant = ? AND n_chunks > 0",
             (principal.tenant,),
@@ -152,7 +156,8 @@ class Postings:
         return {
             part: (n_chunks, n_tokens)
             for part, groups, n_chunks, n_tokens in rows
-            if groups == "[]" or not principal.groups.isdisjoint(json.loads(groups))
+            if (groups == "[]" or not principal.groups.isdisjoint(json.loads(groups)))
+            and (only is None or (only.tenant, only.groups_json) == (principal.tenant, groups))
         }
 
     def scores(self, question: str, principal: Principal) -> tuple[np.ndarray, np.ndarray]:

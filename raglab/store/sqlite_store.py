@@ -21,7 +21,7 @@ from uuid import uuid4
 
 import numpy as np
 
-from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 from raglab.store.access import can_read
 from raglab.store.errors import StoreError
 from raglab.store.protocol import META_KEYS
@@ -184,7 +184,13 @@ class SQLiteStore(SnapshotReads):
             return read_documents(self._con)
 
     def search(
-        self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
+        self,
+        query: np.ndarray,
+        principal: Principal,
+        k: int,
+        *,
+        min_score: float | None = None,
+        partition: Partition | None = None,
     ) -> list[Hit]:
         """The top-k chunks `principal` may see, by cosine: the vector files beside the index
         propose them (`raglab.store.sqlite_vectors`), SQLite decides.
@@ -196,11 +202,11 @@ class SQLiteStore(SnapshotReads):
         """
         self._refresh()
         if self._depth or not self._generation:  # inside a write: read the rows as they stand
-            return super().search(query, principal, k, min_score=min_score)
+            return super().search(query, principal, k, min_score=min_score, partition=partition)
         k = check_int("k", k, minimum=1)
         q = checked_query(query, self._dim)
         with self._reading():  # one view of the file: no write lands between the reads
-            parts = set(self._postings.readable_parts(principal))
+            parts = set(self._postings.readable_parts(principal, partition))
             hidden = self._hidden_chunk_ids(principal)
             _, ids, scores = self._vectors().search(q, parts, k, hidden=hidden)
             chunks = self._readable_chunks(ids, principal)

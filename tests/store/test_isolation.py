@@ -1,10 +1,15 @@
-"""Tenant isolation under attack: nothing one tenant indexes changes another tenant's results.
+"""Isolation under attack: nothing a user may not read changes their results.
 
-For every registered embedder x every retrieval method x every store: index the sample
-corpus, run tenant acme's labelled questions, then let tenant globex index a secret
-document (or rewrite one of its documents), re-sync, and ask again. acme's hits must be
-the same chunks in the same order with exactly the same scores — through the index that
-was already open (its caches) and, for the index file, through a freshly opened one.
+Between tenants, for every registered embedder x every retrieval method x every store:
+index the sample corpus, run tenant acme's labelled questions, then let tenant globex index
+a secret document (or rewrite one of its documents), re-sync, and ask again. acme's hits
+must be the same chunks in the same order with exactly the same scores — through the index
+that was already open (its caches) and, for the index file, through a freshly opened one.
+
+Within a tenant, the same for groups: acme indexes a "board" document holding a word no
+other document has; for every user of acme outside "board", a question asking for that
+word gets the same hits and scores as before. A learned embedder (LSA) fitted on every
+chunk of the tenant failed it: the word entered the space every user was scored in.
 """
 
 from __future__ import annotations
@@ -19,8 +24,6 @@ from raglab.evaluation import load_questions
 from raglab.ingest.loaders import load_folder
 from raglab.samples import sample_corpus, sample_questions
 from tests.conftest import STORES
-
-pytestmark = pytest.mark.integration  # the heavy matrix: make test-all
 
 TENANT_A, TENANT_B = "acme", "globex"
 QUESTIONS = [q for q in load_questions(sample_questions()) if q.tenant == TENANT_A]
@@ -94,6 +97,7 @@ def _changed(before: dict, after: dict) -> list[str]:
     return sorted(changed.values())
 
 
+@pytest.mark.integration  # the heavy matrix: make test-all
 @pytest.mark.parametrize(
     "attack", [_secret_document, _rewritten_document], ids=["secret", "rewrite"]
 )
@@ -122,3 +126,90 @@ def test_tenant_b_cannot_change_tenant_a_results(tmp_path, name, store, attack):
             index.store.close()
         reopened = Index.open(path, backend=backend)
         assert _changed(before, _results(reopened)) == [], "a reopened index changed"
+
+
+# ---------------------------------------------------------------------------- groups
+
+BOARD_WORD = "kestrelwing"
+"""A word only the board document holds."""
+
+OUTSIDERS = [
+    Principal("ann", TENANT_A),
+    Principal("hana", TENANT_A, {"hr"}),
+    Principal("max", TENANT_A, {"hr", "managers"}),
+]
+"""Users of acme outside "board": public alone, one group, two groups."""
+
+BOARD_QUESTIONS = [
+    f"What is {BOARD_WORD}?",
+    f"Is the {BOARD_WORD} acquisition why vacation days and laptops are changing?",
+    "How many vacation days do I get?",  # no board word: it must not move either
+]
+
+
+def _board_document(folder: Path) -> None:
+    """A document of acme's "board" group holding `BOARD_WORD`, with words of acme's public
+    pages around it, so that a fit learning it would tie the word to them."""
+    (folder / TENANT_A / "board-minutes.md").write_text(
+        f"---\ntenant: {TENANT_A}\ngroups: [board]\n---\n# Board minutes\n\n"
+        f"Project {BOARD_WORD}: the board approved the {BOARD_WORD} acquisition. "
+        f"{BOARD_WORD} changes vacation days, laptops and the expenses policy.\n",
+        encoding="utf-8",
+    )
+
+
+def _group_results(index: Index, principals) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    """(method, "user: question") -> the hits as (chunk id, score), best first."""
+    return {
+        (method, f"{principal.user}: {question}"): [
+            (hit.chunk.id, hit.score)
+            for hit in index.retriever(method).search(question, principal, 2 * K)
+        ]
+        for method in METHODS
+        for principal in principals
+        for question in BOARD_QUESTIONS
+    }
+
+
+def _heavy(params: list) -> list:
+    """`params` (names, or `pytest.param`s of one name), with the slow ones also marked
+    integration (make test-all): a local Qdrant store, and MiniLM."""
+    marked = []
+    for param in params:
+        value, marks = (param, ()) if isinstance(param, str) else (param.values[0], param.marks)
+        if value in ("qdrant", "minilm"):
+            marks = (*marks, pytest.mark.integration)
+        marked.append(pytest.param(value, marks=marks))
+    return marked
+
+
+@pytest.mark.parametrize("store", _heavy(STORES))
+@pytest.mark.parametrize("name", _heavy(_embedders()))
+def test_a_group_document_cannot_change_the_results_of_users_outside_the_group(
+    tmp_path, name, store
+):
+    folder = tmp_path / "corpus"
+    shutil.copytree(sample_corpus(), folder)
+    path = {"memory": None, "sqlite": tmp_path / "index.sqlite", "qdrant": tmp_path / "qdrant"}[
+        store
+    ]
+    backend = "qdrant" if store == "qdrant" else "sqlite"
+    index = Index.from_folder(folder, embedder=name, path=path, backend=backend)
+    before = _group_results(index, OUTSIDERS)
+    assert all(before.values()), "the attack needs the questions to find something"
+
+    _board_document(folder)
+    report = sync(
+        index.store, load_folder(folder).documents, chunker=Chunker(), embedder=embedder(name)
+    )
+    assert "acme/board-minutes.md" in report.added
+    member = Principal("bo", TENANT_A, {"board"})
+    (first,) = index.retriever("bm25").search(BOARD_QUESTIONS[0], member, 1)
+    assert first.chunk.doc_id == "acme/board-minutes.md", "the board must find its document"
+
+    assert _changed(before, _group_results(index, OUTSIDERS)) == [], "the index already open"
+    if path is not None:
+        if store == "qdrant":  # a local Qdrant folder takes one client at a time
+            index.store.close()
+        reopened = Index.open(path, backend=backend)
+        assert _changed(before, _group_results(reopened, OUTSIDERS)) == [], "a reopened index"

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.records import Chunk, DocRecord, Document, Principal
+from raglab.records import Chunk, DocRecord, Document, Partition, Principal
 from raglab.store.errors import DimensionMismatch, EmbedderMismatch, StoreError
-from raglab.store.indexing import check_embedder, sync, tenant_embedder
+from raglab.store.indexing import check_embedder, partition_embedder, sync
 from raglab.store.memory import MemoryStore
 from raglab.store.sqlite_store import SCHEMA_VERSION, SQLiteStore
 from tests.conftest import STORES
@@ -710,28 +710,39 @@ def test_sync_refuses_another_embedder(make_store):
         sync(store, corpus(), chunker=FakeChunker(), embedder=FakeEmbedder(dim=8))
 
 
-def fitted_versions(store) -> dict[str, str]:
-    """What each tenant's fit should be: FakeFittable fitted on its chunks in store order."""
-    tenants = sorted({c.tenant for c in store.chunks()})
-    return {
-        t: FakeFittable().fit([c.text for c in store.chunks() if c.tenant == t]).version
-        for t in tenants
-    }
+def fitted_versions(store) -> dict[str, dict[str, str]]:
+    """What each partition's fit should be: FakeFittable fitted, in store order, on the
+    partition's chunks and its tenant's public ones (tenant -> groups as JSON -> version)."""
+    chunks = store.chunks()
+    versions: dict[str, dict[str, str]] = {}
+    for part in {Partition.of(c) for c in chunks}:
+        public = Partition(part.tenant)
+        texts = [c.text for c in chunks if Partition.of(c) in (part, public)]
+        versions.setdefault(part.tenant, {})[part.groups_json] = FakeFittable().fit(texts).version
+    return versions
 
 
-def test_fittable_embedder_is_fitted_per_tenant_in_store_order(make_store):
+def test_fittable_embedder_is_fitted_per_partition_in_store_order(make_store):
     store = make_store()
     report = sync(store, list(reversed(corpus())), chunker=FakeChunker(), embedder=FakeFittable())
     assert store.meta["embedder_version"] == fitted_versions(store)
-    assert set(fitted_versions(store)) == {"acme", "globex"}
-    assert report.embedder.version == "unfitted"  # the one given: each tenant has its fit
-    acme = [c.text for c in store.chunks() if c.tenant == "acme"]
-    fitted = tenant_embedder(store, FakeFittable(), "acme", acme)  # how a query is embedded
-    assert fitted.fitted_on == tuple(acme)
-    check_embedder(store, FakeFittable())  # without a tenant: name and dim only
-    mismatch = r"\(tenant 'acme'\) was built with embedder 'fake-fit'"
+    assert {t: set(v) for t, v in fitted_versions(store).items()} == {
+        "acme": {"[]", '["hr"]'},
+        "globex": {"[]"},
+    }
+    assert report.embedder.version == "unfitted"  # the one given: each partition has its fit
+    hr = Partition("acme", ("hr",))
+    learned = [c.text for c in store.chunks() if c.tenant == "acme"]  # a.md (public), b.md (hr)
+    fitted = partition_embedder(store, FakeFittable(), hr, learned)  # how a query is embedded
+    assert fitted.fitted_on == tuple(learned)
+    public = [c.text for c in store.chunks() if c.doc_id == "a.md"]
+    assert partition_embedder(store, FakeFittable(), Partition("acme"), public).fitted_on == tuple(
+        public
+    )
+    check_embedder(store, FakeFittable())  # without a partition: name and dim only
+    mismatch = r"\(tenant 'acme', groups \['hr'\]\) was built with embedder 'fake-fit'"
     with pytest.raises(EmbedderMismatch, match=mismatch):
-        tenant_embedder(store, FakeFittable(), "acme", acme[:-1])
+        partition_embedder(store, FakeFittable(), hr, learned[:-1])
 
 
 def test_fittable_embedder_unchanged_corpus_embeds_nothing(make_store):
@@ -742,7 +753,7 @@ def test_fittable_embedder_unchanged_corpus_embeds_nothing(make_store):
     assert report.embedded == 0 and embedder.calls == []
 
 
-def test_fittable_embedder_new_fit_re_embeds_that_tenant_only(make_store):
+def test_fittable_embedder_public_change_refits_its_tenant_only(make_store):
     store = make_store()
     sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
     globex_before = store.search(unit(1, 2, 3, 4), EVE, k=5)
@@ -755,32 +766,57 @@ def test_fittable_embedder_new_fit_re_embeds_that_tenant_only(make_store):
     )
     assert report.added == ("d.md",) and report.updated == ("a.md", "b.md")
     assert report.unchanged == ("c.md",)
-    assert report.rebuilt == "embedder refitted on the chunks of tenant(s) 'acme'"
+    # every partition of acme learns its public chunks: a new public document refits them all
+    assert (
+        report.rebuilt == "embedder refitted on the chunks of partition(s) 'acme' [], 'acme' ['hr']"
+    )
     assert len(embedder.embedded) == len(store.chunks(HR)) == 8
     assert store.meta["embedder_version"] == fitted_versions(store)
     assert store.search(unit(1, 2, 3, 4), EVE, k=5) == globex_before
+
+
+def test_fittable_embedder_restricted_change_refits_its_partition_only(make_store):
+    store = make_store()
+    sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
+    public_before = store.search(unit(1, 2, 3, 4), ANN, k=5)
+    embedder = FakeFittable()
+    edited = corpus(**{"b.md": Document("b.md", "Bravo, edited.", tenant="acme", groups=("hr",))})
+    report = sync(store, edited, chunker=FakeChunker(), embedder=embedder)
+    assert report.updated == ("b.md",) and report.unchanged == ("a.md", "c.md")
+    assert report.rebuilt == "embedder refitted on the chunks of partition(s) 'acme' ['hr']"
+    assert embedder.embedded == [c.text for c in store.chunks() if c.doc_id == "b.md"]
+    assert store.meta["embedder_version"] == fitted_versions(store)
+    assert store.search(unit(1, 2, 3, 4), ANN, k=5) == public_before  # the public fit stands
 
 
 def test_fittable_embedder_group_change_re_indexes_that_document_only(make_store):
     store = make_store()
     sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
     embedder = FakeFittable()
-    opened = corpus(**{"b.md": Document("b.md", "Bravo text.", tenant="acme", groups=())})
-    report = sync(store, opened, chunker=FakeChunker(), embedder=embedder)
-    assert report.updated == ("b.md",) and report.rebuilt == ""  # same texts, same fit
-    # the tenant's fit and the texts are unchanged: the stored vectors are still right
+    moved = corpus(**{"b.md": Document("b.md", "Bravo text.", tenant="acme", groups=("staff",))})
+    report = sync(store, moved, chunker=FakeChunker(), embedder=embedder)
+    assert report.updated == ("b.md",) and report.rebuilt == ""  # a.md's public fit stands
+    # the new partition's fit learned the same texts as the old one: the same model, whose
+    # stored vectors are still right
     assert embedder.embedded == [] and report.reused == 2
+    assert store.meta["embedder_version"] == fitted_versions(store)
 
 
-def test_an_index_fitted_across_tenants_is_refused_then_rebuilt(make_store):
+@pytest.mark.parametrize(
+    "older",
+    [{"acme": "fit-of-acme", "globex": "fit-of-globex"}, "fit-of-every-tenant"],
+    ids=["per-tenant", "one-fit"],
+)
+def test_an_index_not_fitted_per_partition_is_refused_then_rebuilt(make_store, older):
     store = make_store()
     sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
-    store.set_meta({"embedder_version": "fit-of-every-tenant"})  # as an older raglab wrote it
-    with pytest.raises(EmbedderMismatch, match="one 'fake-fit' fit for every tenant"):
-        check_embedder(store, FakeFittable())
+    store.set_meta({"embedder_version": older})  # as an older raglab wrote it
+    texts = [c.text for c in store.chunks() if c.doc_id == "a.md"]
+    with pytest.raises(EmbedderMismatch, match="'fake-fit' fit that is not per access partition"):
+        partition_embedder(store, FakeFittable(), Partition("acme"), texts)
     report = sync(store, corpus(), chunker=FakeChunker(), embedder=FakeFittable())
     assert report.updated == ("a.md", "b.md", "c.md")
-    assert report.rebuilt.startswith("the index holds one embedder fit for every tenant")
+    assert report.rebuilt.startswith("the index's embedder fits are not per access partition")
     assert store.meta["embedder_version"] == fitted_versions(store)
 
 
