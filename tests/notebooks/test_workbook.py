@@ -157,6 +157,8 @@ def test_hints_open_one_at_a_time_after_a_pause(path):
         assert lines[0] == "<details>" and lines[-1] == "</details>", text[:60]
         summary = HINT_SUMMARY.fullmatch(lines[1])
         assert summary and lines[2] == "", text[:80]
+        # Markdown is not rendered inside <summary>: a backtick would show as itself.
+        assert "`" not in lines[1], f"use <code>…</code> in a hint's title: {lines[1]}"
         assert paused, f"a hint before any 'Pause. Try it yourself first.': {lines[1]}"
         assert text.count("<details>") == 1  # one hint per cell
         series.append((int(summary[1]), int(summary[2])))
