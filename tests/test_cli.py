@@ -1,6 +1,7 @@
 """The `raglab` command, run as a user would: in a subprocess."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +25,16 @@ def raglab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-def test_help_lists_every_command():
+def test_help_lists_every_command_in_its_main_list():
     out = raglab("--help").stdout
-    for command in ("ask", "index", "eval", "exercises", "grade"):
-        assert command in out
+    listing = out[out.index("COMMAND\n") : out.index("\noptions:")]
+    listed = re.findall(r"^    (\w+)", listing, re.MULTILINE)  # a wrapped help sits deeper
+    assert listed == ["ask", "index", "eval", "exercises", "grade", "progress"]
+
+
+@pytest.mark.parametrize("command", ["exercises", "grade", "progress"])
+def test_each_workbook_command_listed_answers_its_own_help(command):
+    assert raglab(command, "--help").stdout.startswith(f"usage: raglab {command}")
 
 
 def test_ask_json_has_answer_citations_and_retrieved():

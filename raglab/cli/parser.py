@@ -18,7 +18,18 @@ examples:
   raglab index data/corpus --index corpus.sqlite
   raglab ask "What does error E-204 mean?" --index corpus.sqlite --tenant globex --json
   raglab eval --docs data/corpus --questions data/questions.jsonl --retriever bm25 --json
+  raglab progress exercises
+  raglab grade class/ --summary
 """
+
+WORKBOOK_COMMANDS = {
+    "exercises": "build the student notebooks (exercises/), or check them",
+    "grade": "grade learners' notebooks, out of the course's points",
+    "progress": "the exercises you have passed so far",
+}
+"""The workbook's commands, listed in `--help` with the engine's. Each parses its own
+arguments (`raglab grade --help`): `raglab.cli.run_command` hands it over before this
+parser runs."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,10 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="raglab",
         description="A small, offline RAG engine: index a folder of documents, ask questions "
         "with cited answers, and evaluate retrieval.",
-        epilog=EXAMPLES
-        + "\nworkbook commands:\n  raglab exercises build|check   student notebooks\n"
-        "  raglab grade PATH... [--csv FILE] [--summary]   grade learners' notebooks\n"
-        "  raglab progress [FOLDER]   the exercises you have passed so far\n",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -158,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="score retrieval alone: no answers, no answer metrics (faster)",
     )
     evaluate.set_defaults(run=run_eval)
+    for name, summary in WORKBOOK_COMMANDS.items():
+        commands.add_parser(name, help=summary, add_help=False)  # listed only, see above
     return parser
 
 

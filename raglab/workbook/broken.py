@@ -5,6 +5,11 @@ writes; its check runs the test on `Engine` (the real raglab: the test must pass
 the broken engines below (the test must fail on each). A test that passes on a broken
 engine cannot tell it from a working one, so it is graded as a fail.
 
+Where an exercise's promise has two halves (no other tenant's hits, *and* hits; `add`
+refuses a wrong length, *and* a query does), one broken engine breaks each half alone, and
+its `unchecked` names that half: a test that checks one half passes on the engine that
+breaks the other, and the check says which half it never checked.
+
 Every engine offers the same five verbs, so a test can reach every boundary through the
 `engine` it is given:
 
@@ -39,21 +44,28 @@ from raglab.generate.prompting import Prompt
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.loaders import load_folder
 from raglab.pipeline import Index, ask
-from raglab.records import Answer, Chunk, Document, Hit, Principal
+from raglab.records import Answer, Chunk, Citation, Document, Hit, Principal
 from raglab.samples import sample_corpus
 from raglab.store.indexing import sync
 from raglab.store.memory import MemoryStore
 
 __all__ = [
     "BROKEN",
+    "AddAcceptsAnyDimension",
+    "AnswersUncited",
     "CitesUnretrievedSource",
+    "CitesWhileAbstaining",
     "DropsTheLastWindow",
     "EmptyChunkForEmptyDocument",
     "Engine",
     "NeverAbstains",
     "NoAccessFilter",
     "OffsetsFoundWithFind",
+    "OverlapAboveSizeAccepted",
+    "OverlapEqualToSizeAccepted",
     "OverlapNotChecked",
+    "QueryAcceptsAnyDimension",
+    "RetrievesNothing",
     "StoreAcceptsAnyDimension",
 ]
 
@@ -75,6 +87,10 @@ def _index(documents: tuple[Document, ...]) -> Index:
 
 class Engine:
     """The real raglab behind the five verbs a test calls: every promise holds."""
+
+    unchecked = ""
+    """In a broken engine that breaks one half of a promise: that half, as what a test
+    passing on this engine never checks ("" for a flaw that is the whole promise)."""
 
     def chunker(self, *, size: int = 800, overlap: int = 100, kind: str = "structure") -> Any:
         """What cuts documents: anything with `split(doc)` and `params()` (a `Chunker`)."""
@@ -178,6 +194,28 @@ class OverlapNotChecked(Engine):
         return super().chunker(size=size, overlap=max(0, min(overlap, size - 1)), kind=kind)
 
 
+class OverlapEqualToSizeAccepted(Engine):
+    """Its chunker refuses `overlap > size` but takes `overlap == size`, quietly cut to
+    `size - 1`: the check was written `overlap > size` where it meant `>=`."""
+
+    unchecked = "that `overlap == size` is refused too"
+
+    def chunker(self, *, size: int = 800, overlap: int = 100, kind: str = "structure") -> Any:
+        repaired = size - 1 if overlap == size else overlap  # the flaw; a larger one still raises
+        return super().chunker(size=size, overlap=repaired, kind=kind)
+
+
+class OverlapAboveSizeAccepted(Engine):
+    """Its chunker refuses `overlap == size` (windows that would never move) but takes a
+    larger overlap, quietly cut to `size - 1`."""
+
+    unchecked = "that an `overlap` larger than `size` is refused too"
+
+    def chunker(self, *, size: int = 800, overlap: int = 100, kind: str = "structure") -> Any:
+        repaired = size - 1 if overlap > size else overlap  # the flaw; `overlap == size` raises
+        return super().chunker(size=size, overlap=repaired, kind=kind)
+
+
 # --- 3. embedding dimensions --------------------------------------------------------------
 
 
@@ -192,13 +230,19 @@ def _fit_width(vectors: Any, dim: int) -> np.ndarray:
 
 
 class _AnyWidthStore(MemoryStore):
+    """A store that fits vectors of any width to its own, in `add`, in `search`, or both."""
+
+    def __init__(self, dim: int, *, adds: bool = True, searches: bool = True) -> None:
+        super().__init__(dim=dim)
+        self._fits = {"add": adds, "search": searches}
+
     def add(self, chunks: Sequence[Chunk], vectors: Any, **options: Any) -> None:
-        if self.dim is not None:
+        if self.dim is not None and self._fits["add"]:
             vectors = _fit_width(vectors, self.dim)
         super().add(chunks, vectors, **options)
 
     def search(self, query: Any, principal: Principal, k: int, **options: Any) -> list[Hit]:
-        if self.dim is not None:
+        if self.dim is not None and self._fits["search"]:
             query = _fit_width(query, self.dim)
         return super().search(query, principal, k, **options)
 
@@ -212,6 +256,26 @@ class StoreAcceptsAnyDimension(Engine):
 
     def store(self, dim: int) -> Any:
         return _AnyWidthStore(dim=dim)
+
+
+class AddAcceptsAnyDimension(Engine):
+    """Its store refuses a query of the wrong length, but `add` cuts or zero-pads the
+    vectors it is given to fit: another embedder's vectors get in, and are searched."""
+
+    unchecked = "that `add` refuses vectors of the wrong length"
+
+    def store(self, dim: int) -> Any:
+        return _AnyWidthStore(dim=dim, searches=False)
+
+
+class QueryAcceptsAnyDimension(Engine):
+    """Its store refuses vectors of the wrong length in `add`, but cuts or zero-pads a
+    query to fit: a question embedded by another model is searched as if it were comparable."""
+
+    unchecked = "that a query (`store.search`) of the wrong length is refused"
+
+    def store(self, dim: int) -> Any:
+        return _AnyWidthStore(dim=dim, adds=False)
 
 
 # --- 4. tenants --------------------------------------------------------------------------
@@ -239,8 +303,29 @@ class NoAccessFilter(Engine):
     """It searches every tenant's chunks for every asker: a user can retrieve another
     company's documents (and an answer can quote them)."""
 
+    unchecked = "that the asker gets no other tenant's chunk"
+
     def searcher(self, documents: Sequence[Document] | None = None) -> Any:
         return _EveryTenant(super().searcher(documents))
+
+
+class RetrievesNothing(Engine):
+    """Its `retrieve` filters on the asker's user name where it means their tenant: no chunk
+    matches, so every search comes back empty. It leaks nothing, and finds nothing."""
+
+    unchecked = "that the asker still gets hits (their own tenant's pages)"
+
+    def retrieve(
+        self,
+        question: str,
+        principal: Principal,
+        *,
+        k: int = 5,
+        documents: Sequence[Document] | None = None,
+    ) -> list[Hit]:
+        # The flaw: the tenant compared is the user's name, which no chunk carries.
+        misread = replace(principal, tenant=principal.user)
+        return super().retrieve(question, misread, k=k, documents=documents)
 
 
 # --- 5. abstention ---------------------------------------------------------------------------
@@ -267,6 +352,45 @@ class NeverAbstains(Engine):
 
     def generator(self) -> Generator:
         return _AlwaysAnswers(super().generator())
+
+
+@dataclass(frozen=True)
+class _GuessesUncited:
+    inner: Generator
+
+    def generate(self, prompt: Prompt) -> str:
+        text = self.inner.generate(prompt)
+        return "Most likely yes." if is_abstention(text) else text  # the flaw: a guess, no source
+
+
+class AnswersUncited(Engine):
+    """Its answerer never abstains: with no good evidence it guesses "Most likely yes.",
+    citing nothing, instead of saying it cannot answer."""
+
+    unchecked = "that the answer abstains (`answer.abstained`)"
+
+    def generator(self) -> Generator:
+        return _GuessesUncited(super().generator())
+
+
+class CitesWhileAbstaining(Engine):
+    """It abstains, but keeps the top source among the answer's citations: the answer says
+    it cannot answer, and still points the reader at a source as if it supported something."""
+
+    unchecked = "that an abstention cites nothing (`answer.citations == ()`)"
+
+    def ask(
+        self,
+        question: str,
+        principal: Principal,
+        *,
+        k: int = 5,
+        documents: Sequence[Document] | None = None,
+    ) -> Answer:
+        answer = super().ask(question, principal, k=k, documents=documents)
+        if answer.abstained and answer.retrieved:  # the flaw: the citation outlives the answer
+            return replace(answer, citations=(Citation(1, answer.retrieved[0]),))
+        return answer
 
 
 # --- 6. citations ------------------------------------------------------------------------
@@ -341,13 +465,26 @@ class DropsTheLastWindow(Engine):
         return _WholeWindowsOnly(chunker) if kind == "chars" else chunker
 
 
-# Each exercise of notebook 08 (its test function's name) -> the broken engines it must catch.
+# Each exercise of notebook 08 (its test function's name) -> the broken engines it must catch:
+# the one the notebook shows first, then one per half of a two-part promise.
 BROKEN: dict[str, tuple[type[Engine], ...]] = {
     "test_empty_documents_produce_no_chunks": (EmptyChunkForEmptyDocument,),
-    "test_overlap_must_be_smaller_than_chunk_size": (OverlapNotChecked,),
-    "test_wrong_embedding_dimensions_are_rejected": (StoreAcceptsAnyDimension,),
-    "test_no_cross_tenant_retrieval": (NoAccessFilter,),
-    "test_unanswerable_question_gets_no_answer": (NeverAbstains,),
+    "test_overlap_must_be_smaller_than_chunk_size": (
+        OverlapNotChecked,
+        OverlapEqualToSizeAccepted,
+        OverlapAboveSizeAccepted,
+    ),
+    "test_wrong_embedding_dimensions_are_rejected": (
+        StoreAcceptsAnyDimension,
+        AddAcceptsAnyDimension,
+        QueryAcceptsAnyDimension,
+    ),
+    "test_no_cross_tenant_retrieval": (NoAccessFilter, RetrievesNothing),
+    "test_unanswerable_question_gets_no_answer": (
+        NeverAbstains,
+        AnswersUncited,
+        CitesWhileAbstaining,
+    ),
     "test_every_citation_refers_to_a_retrieved_source": (CitesUnretrievedSource,),
     "test_chunk_offsets_cover_the_text": (OffsetsFoundWithFind, DropsTheLastWindow),
 }

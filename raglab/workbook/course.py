@@ -8,10 +8,11 @@ notebook with the same two-digit number ("04_implement_chunking (1).ipynb" is st
 notebooks the instructor handed out (`raglab exercises build` writes it: exercises/ in this
 repository; the complete notebooks/ serve as well).
 
-Every learner of a class is graded out of the same total: the course's points for every
-course notebook anyone in the class handed in. An exercise a submission lost, or a notebook
-a learner did not hand in, fails at its full points instead of raising their percentage; a
-notebook handed in twice counts once (its best copy).
+Every learner is graded out of the course's total: the points of every exercise of every
+course notebook. An exercise a submission lost, or a notebook a learner did not hand in,
+fails at its full points instead of raising their percentage (the table says how many
+notebooks each learner handed in); a notebook handed in twice counts once (its best copy).
+To grade one assignment alone, pass its notebooks as the course (`raglab grade --course`).
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from raglab.workbook.exercises import ExerciseError, exercise_list, listed_exercises
-from raglab.workbook.gradebook import NO_EXERCISE, ExerciseGrade
+from raglab.workbook.gradebook import NO_EXERCISE, NOT_HANDED_IN, ExerciseGrade
 
 COURSE = Path(__file__).resolve().parents[2] / "exercises"
 """The student notebooks of this repository: the default course (absent from a bare install)."""
 
 _NUMBER = re.compile(r"^(\d\d)_")
-NOT_HANDED_IN = "not handed in"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +101,10 @@ def _each_once(exercises: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...
 # --- a class ------------------------------------------------------------------------------------
 
 
-def assignment(paths: Iterable[Path], course: Mapping[str, CourseNotebook]) -> list[str]:
-    """The numbers of the course notebooks with exercises that the class handed in, sorted."""
-    numbers = {number_of(Path(path).name) for path in paths}
-    return sorted(n for n in numbers if n is not None and n in course and course[n].exercises)
+def graded_notebooks(course: Mapping[str, CourseNotebook]) -> list[str]:
+    """The numbers of the course notebooks with exercises, sorted: every learner is graded
+    on each of them, handed in or not."""
+    return sorted(n for n, notebook in course.items() if notebook.exercises)
 
 
 def not_handed_in(
@@ -117,7 +117,16 @@ def not_handed_in(
     `learner` did not hand in (none of `paths` has its number)."""
     handed_in = {number_of(Path(path).name) for path in paths}
     return [
-        ExerciseGrade(learner, course[n].name, e["exercise"], False, 0, e["points"], NOT_HANDED_IN)
+        ExerciseGrade(
+            learner,
+            course[n].name,
+            e["exercise"],
+            False,
+            0,
+            e["points"],
+            NOT_HANDED_IN,
+            handed_in=False,
+        )
         for n in numbers
         if n not in handed_in
         for e in course[n].exercises

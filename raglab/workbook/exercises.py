@@ -11,6 +11,8 @@ the two never drift apart by hand-editing:
         ...                                            raise NotImplementedError()
         ### END SOLUTION
 
+An answer written at the top of a cell (`FLAWS = {...}`) becomes just "# YOUR CODE HERE",
+so the cell keeps the empty value its first line gives and Run All goes on past it.
 In markdown cells a marked block becomes "YOUR ANSWER HERE". Outputs of exercise cells
 and of check cells (tag `check`, or any cell calling `checks.check_...`) are cleared.
 The notebooks are first put into shape by `conventions.normalise_notebook`. Everything else — hints, figures, the
@@ -36,6 +38,9 @@ NOTEBOOK_NAME = re.compile(r"^\d\d_.+\.ipynb$")  # NN_topic.ipynb
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+# An answer written at the top of a cell (`FLAWS = {...}`) keeps the empty value the line
+# before it gives, and its check reports it not done yet: a raise there would stop Run All.
+VALUE_STUB = ("# YOUR CODE HERE",)
 ANSWER_STUB = "YOUR ANSWER HERE"
 SOLUTION_LABEL = "# ▶ Reference solution — click to reveal"
 EXERCISE_LABEL = "# ✏️ Your turn — write your solution here"
@@ -51,14 +56,25 @@ class ExerciseError(ValueError):
 # --- one cell -------------------------------------------------------------------------
 
 
-def replace_solutions(source: str, stub: Sequence[str], *, where: str = "<cell>") -> str:
-    """Replace each BEGIN/END SOLUTION block by `stub`, indented like the BEGIN line.
+def replace_solutions(
+    source: str,
+    stub: Sequence[str],
+    *,
+    top_level: Sequence[str] | None = None,
+    where: str = "<cell>",
+) -> str:
+    """Replace each BEGIN/END SOLUTION block by `stub`, indented like the BEGIN line; a block
+    at the top level of the cell (not indented) by `top_level`, when given.
 
     >>> source = "def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION"
     >>> print(replace_solutions(source, CODE_STUB))
     def f():
         # YOUR CODE HERE
         raise NotImplementedError()
+    >>> print(replace_solutions("FLAWS = set()\\n### BEGIN SOLUTION\\nFLAWS = {'D2'}\\n### END SOLUTION",
+    ...                         CODE_STUB, top_level=VALUE_STUB))
+    FLAWS = set()
+    # YOUR CODE HERE
     """
     out: list[str] = []
     inside = False
@@ -71,7 +87,8 @@ def replace_solutions(source: str, stub: Sequence[str], *, where: str = "<cell>"
                 )
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
-            out.extend(indent + stub_line for stub_line in stub)
+            lines = top_level if top_level is not None and not indent else stub
+            out.extend(indent + stub_line for stub_line in lines)
         elif marker == END:
             if not inside:
                 raise ExerciseError(f"{where}: line {number}: {END} without a {BEGIN} before it")
@@ -130,7 +147,9 @@ def student_cell(cell: dict, *, where: str = "<cell>") -> dict:
     if cell["cell_type"] == "markdown" and has_solution(cell):
         cell["source"] = replace_solutions(cell["source"], (ANSWER_STUB,), where=where)
     elif cell["cell_type"] == "code" and has_solution(cell):
-        cell["source"] = _relabel(replace_solutions(cell["source"], CODE_STUB, where=where))
+        cell["source"] = _relabel(
+            replace_solutions(cell["source"], CODE_STUB, top_level=VALUE_STUB, where=where)
+        )
         _show_cell(cell)
         _clear_outputs(cell)
     elif is_check_cell(cell):

@@ -3,7 +3,9 @@
 One `ExerciseGrade` per learner × exercise. Points are declared with the exercise in the
 course (the solution cell's `{"raglab": {"points": 2}}`, `raglab.workbook.course`): a passed
 check earns them all, a failed one none. A notebook without exercises gets one row that says
-so, worth nothing and no failure.
+so, worth nothing and no failure. Each exercise of a course notebook a learner did not hand
+in is a row too, failed: a learner's total is out of the course's points, and says how many
+of its notebooks they handed in.
 
 Names come from learners (a folder, a file name): printed, they go through
 `raglab.text.shown`, so none can forge a line or take over the terminal; written to CSV,
@@ -21,8 +23,18 @@ from pathlib import Path
 from raglab.text import shown
 
 NO_EXERCISE = "-"  # the exercise column of a row about a whole notebook
+NOT_HANDED_IN = "not handed in"
 CSV_COLUMNS = ("learner", "notebook", "exercise", "points", "max_points", "passed", "message")
-SUMMARY_COLUMNS = ("learner", "points", "max_points", "percent", "exercises_passed", "exercises")
+SUMMARY_COLUMNS = (
+    "learner",
+    "points",
+    "max_points",
+    "percent",
+    "exercises_passed",
+    "exercises",
+    "notebooks_handed_in",
+    "notebooks",
+)
 TABLE_MESSAGE = 90  # characters of the message shown in the table (the CSV has it all)
 # A cell starting with one of these is a formula to a spreadsheet (=HYPERLINK(...) sends data
 # away, =cmd|... runs a program): OWASP's CSV injection guidance quotes it with a leading '.
@@ -31,7 +43,9 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 @dataclass(frozen=True, slots=True)
 class ExerciseGrade:
-    """One exercise of one learner's notebook. `graded` is False for a notebook without exercises."""
+    """One exercise of one learner's notebook. `graded` is False for a notebook without
+    exercises; `handed_in` is False for an exercise of a course notebook the learner did not
+    hand in (failed, at its full points)."""
 
     learner: str
     notebook: str
@@ -41,6 +55,7 @@ class ExerciseGrade:
     max_points: int
     message: str
     graded: bool = True
+    handed_in: bool = True
 
     @property
     def result(self) -> str:
@@ -49,12 +64,16 @@ class ExerciseGrade:
 
 @dataclass(frozen=True, slots=True)
 class Total:
-    """Points and exercises added up over some grades (a notebook, a learner, the class)."""
+    """Points, exercises and notebooks added up over some grades (a notebook, a learner, the
+    class); `notebooks` counts the notebooks with graded exercises, `handed_in` those of them
+    handed in."""
 
     points: int
     max_points: int
     passed: int
     exercises: int
+    notebooks: int
+    handed_in: int
 
     @property
     def percent(self) -> float:
@@ -68,7 +87,18 @@ def total(grades: Iterable[ExerciseGrade]) -> Total:
         sum(g.max_points for g in graded),
         sum(g.passed for g in graded),
         len(graded),
+        len({(g.learner, g.notebook) for g in graded}),
+        len({(g.learner, g.notebook) for g in graded if g.handed_in}),
     )
+
+
+def handed_in_text(t: Total) -> str:
+    """How many notebooks the grades' learner handed in, of those graded.
+
+    >>> handed_in_text(Total(30, 41, 25, 29, notebooks=11, handed_in=7))
+    'handed in 7 of 11 notebooks'
+    """
+    return f"handed in {t.handed_in} of {t.notebooks} notebook{'s' if t.notebooks != 1 else ''}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +150,19 @@ def format_table(report: GradeReport) -> str:
         with_exercises = [n for n in notebooks if total(report.of(learner, n)).exercises]
         for notebook in notebooks:
             grades = report.of(learner, notebook)
+            if grades and not any(g.handed_in for g in grades):  # one row says it all
+                t = total(grades)
+                rows.append(
+                    (
+                        name,
+                        shown(notebook),
+                        "(notebook)",
+                        f"0/{t.max_points}",
+                        "FAIL",
+                        NOT_HANDED_IN,
+                    )
+                )
+                continue
             for g in grades:
                 points = f"{g.points}/{g.max_points}" if g.graded else ""
                 rows.append(
@@ -138,7 +181,16 @@ def format_table(report: GradeReport) -> str:
                     (name, shown(notebook), "(notebook)", f"{t.points}/{t.max_points}", "", "")
                 )
         t = total(report.of(learner))
-        rows.append((name, "(total)", "", f"{t.points}/{t.max_points}", f"{t.percent:.0f}%", ""))
+        rows.append(
+            (
+                name,
+                "(total)",
+                "",
+                f"{t.points}/{t.max_points}",
+                f"{t.percent:.0f}%",
+                handed_in_text(t),
+            )
+        )
     whole = total(report.grades)
     return "\n".join(
         _aligned(rows)
@@ -161,13 +213,15 @@ def summary_rows(report: GradeReport) -> list[tuple[str, ...]]:
                 f"{t.percent:.1f}",
                 str(t.passed),
                 str(t.exercises),
+                str(t.handed_in),
+                str(t.notebooks),
             )
         )
     return rows
 
 
 def format_summary(report: GradeReport) -> str:
-    """One row per learner: points, maximum, percentage, exercises passed."""
+    """One row per learner: points, maximum, percentage, exercises passed, notebooks handed in."""
     rows = [(shown(learner), *rest) for learner, *rest in summary_rows(report)]
     return "\n".join(_aligned([SUMMARY_COLUMNS, *rows]))
 

@@ -38,9 +38,9 @@ from raglab.workbook import strays
 from raglab.workbook.checks.core import one_line
 from raglab.workbook.course import (
     COURSE,
-    assignment,
     best_copies,
     course_notebook,
+    graded_notebooks,
     not_handed_in,
     read_course,
 )
@@ -56,6 +56,7 @@ from raglab.workbook.gradebook import (
     GradeReport,
     format_summary,
     format_table,
+    handed_in_text,
     total,
     write_csv,
     write_summary_csv,
@@ -384,10 +385,9 @@ def grade(
     """Grade every learner's notebooks, `jobs` learners at a time (default: the core count).
 
     `course`: the folder of student notebooks handed out (see `grade_notebook`); None to
-    grade each notebook by what it declares alone. Every learner is graded out of the same
-    total: the course's points for every course notebook anyone in the class handed in (a
-    notebook a learner did not hand in fails at its full points; one handed in twice counts
-    its best copy).
+    grade each notebook by what it declares alone. Every learner is graded out of the
+    course's total: every exercise of every course notebook (a notebook a learner did not
+    hand in fails at its full points; one handed in twice counts its best copy).
 
     Each notebook runs in its own kernel, so one learner's endless loop or crash costs that
     learner a failed row (a timeout, a dead kernel), never the others' grades.
@@ -397,7 +397,7 @@ def grade(
     if not isinstance(work, dict):
         work = submissions(work)
     handed_out = read_course(course)  # a malformed course stops here, before any kernel
-    numbers = assignment((path for paths in work.values() for path in paths), handed_out)
+    numbers = graded_notebooks(handed_out)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
 
     def one_learner(learner: str) -> list[ExerciseGrade]:
@@ -419,8 +419,8 @@ def grade(
             if progress is not None:
                 t = total(results[learner])
                 progress(
-                    f"[{done}/{len(work)}] {shown(learner)}: {t.points}/{t.max_points} points "
-                    f"({time.monotonic() - start:.0f} s)"
+                    f"[{done}/{len(work)}] {shown(learner)}: {t.points}/{t.max_points} points, "
+                    f"{handed_in_text(t)} ({time.monotonic() - start:.0f} s)"
                 )
     return GradeReport(tuple(g for learner in work for g in results[learner]))
 

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from raglab.workbook.conventions import normalise_notebook
-from raglab.workbook.exercises import notebook_text, student_notebook
+from raglab.workbook.exercises import notebook_text
 from raglab.workbook.grading import declared_exercises, read_grades, run_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +33,23 @@ WITH_EXERCISES = [
 
 
 def grades_of(nb) -> dict[str, bool]:
+    """exercise -> passed, as the grader sees `nb` (run in place, every cell, errors kept)."""
     executed = run_notebook(nb, declared_exercises(nb), cwd=NOTEBOOKS, timeout=120)
     grades = read_grades(executed)
     assert grades is not None, "the grading cell printed nothing"
     return {exercise: passed for exercise, (passed, _) in grades.items()}
+
+
+def stops_run_all(executed) -> list[str]:
+    """The cells of a run notebook where Run All would have stopped: each cell that raised
+    and is not tagged `raises-exception`, as "cell N: ErrorName"."""
+    return [
+        f"cell {i}: {output['ename']}"
+        for i, cell in enumerate(executed.cells)
+        if "raises-exception" not in cell.metadata.get("tags", [])
+        for output in cell.get("outputs", [])
+        if output["output_type"] == "error"
+    ]
 
 
 def test_the_workbook_has_exercises():
@@ -59,13 +72,15 @@ def test_every_check_passes_on_the_solution(path, request):
     assert grades_of(complete) == {exercise: True for exercise in exercises}
 
 
-@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
-def test_every_check_fails_on_the_stub(path):
-    complete = nbformat.read(path, as_version=4)
-    exercises = [item["exercise"] for item in declared_exercises(complete)]
-    assert grades_of(student_notebook(complete, name=path.name)) == {
-        exercise: False for exercise in exercises
-    }
+@pytest.mark.parametrize("path", sorted(EXERCISES.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_run_all_on_the_student_version_reaches_the_last_cell_and_every_check_fails(path):
+    """The learner's exercises/ notebook, untouched, run top to bottom: no cell stops the run
+    (a cell that needs the learner's work says so and lets the rest run), and every check
+    fails. One run of each student notebook serves both."""
+    student = nbformat.read(path, as_version=4)
+    exercises = [item["exercise"] for item in declared_exercises(student)]
+    assert grades_of(student) == {exercise: False for exercise in exercises}
+    assert stops_run_all(student) == []
 
 
 # --- the notebook conventions (ARCHITECTURE.md), checked on every notebook ---------------------
@@ -142,6 +157,8 @@ def test_hints_open_one_at_a_time_after_a_pause(path):
         assert lines[0] == "<details>" and lines[-1] == "</details>", text[:60]
         summary = HINT_SUMMARY.fullmatch(lines[1])
         assert summary and lines[2] == "", text[:80]
+        # Markdown is not rendered inside <summary>: a backtick would show as itself.
+        assert "`" not in lines[1], f"use <code>…</code> in a hint's title: {lines[1]}"
         assert paused, f"a hint before any 'Pause. Try it yourself first.': {lines[1]}"
         assert text.count("<details>") == 1  # one hint per cell
         series.append((int(summary[1]), int(summary[2])))

@@ -135,3 +135,52 @@ def test_documents_can_be_given_instead_of_the_sample_corpus():
         "How many days of annual leave?", ACME, documents=docs
     )
     assert sorted(hit.chunk.doc_id for hit in leaked) == ["acme/leave.md", "globex/leave.md"]
+
+
+# --- the engines that break one half of a promise, and keep the other -------------------------
+
+
+def test_each_overlap_engine_accepts_one_side_of_the_limit_and_refuses_the_other():
+    text = "abcdefghij"
+    for engine, accepted, refused in (
+        (broken.OverlapEqualToSizeAccepted(), 4, 5),
+        (broken.OverlapAboveSizeAccepted(), 5, 4),
+    ):
+        quiet = engine.chunk(text, size=4, overlap=accepted, kind="chars")
+        assert quiet == Engine().chunk(text, size=4, overlap=3, kind="chars")
+        with pytest.raises(ValueError, match="overlap"):
+            engine.chunk(text, size=4, overlap=refused)
+
+
+def test_each_dimension_engine_fits_one_call_and_refuses_the_other():
+    for engine, fits_add in (
+        (broken.AddAcceptsAnyDimension(), True),
+        (broken.QueryAcceptsAnyDimension(), False),
+    ):
+        chunks = engine.chunk("Staff get 25 days of annual leave.")
+        store = engine.store(dim=4)
+        if fits_add:
+            store.add(chunks, np.ones((len(chunks), 3)))
+            with pytest.raises(DimensionMismatch):
+                store.search(np.ones(7), Principal("u"), k=1)
+        else:
+            with pytest.raises(DimensionMismatch):
+                store.add(chunks, np.ones((len(chunks), 3)))
+            store.add(chunks, np.ones((len(chunks), 4)))
+            assert store.search(np.ones(7), Principal("u"), k=1)[0].chunk == chunks[0]
+
+
+def test_retrieves_nothing_finds_nothing_for_anyone():
+    question = "What does error E-204 mean?"
+    assert broken.RetrievesNothing().retrieve(question, ACME, k=10) == []
+    assert broken.RetrievesNothing().retrieve(question, Principal("bo", "globex")) == []
+    assert Engine().retrieve(question, Principal("bo", "globex"))
+
+
+def test_the_abstention_engines_break_one_half_each():
+    question = "What is the airspeed velocity of an unladen swallow?"
+    uncited = broken.AnswersUncited().ask(question, ACME)
+    assert (uncited.abstained, uncited.citations, uncited.text) == (False, (), "Most likely yes.")
+    cites = broken.CitesWhileAbstaining().ask(question, ACME)
+    assert cites.abstained and [c.n for c in cites.citations] == [1]
+    assert cites.citations[0].hit == cites.retrieved[0]

@@ -11,6 +11,7 @@ import uuid
 import numpy as np
 import pytest
 
+import raglab.text as raglab_text
 from raglab.generate.citations import parse_citations
 from raglab.generate.prompting import fold
 from raglab.records import content_hash
@@ -89,8 +90,12 @@ def delimit_short_code(question, texts):
 
 
 def test_delimit_passes_on_the_reference_and_on_another_correct_version():
+    from raglab.workbook.checks import generation
+
     assert checks.check_delimit(reference_delimit).passed
     assert checks.check_delimit(delimit_own_hash).passed
+    # The planted candidate is gone afterwards, from the check's own module too.
+    assert generation.content_hash is raglab_text.content_hash is content_hash
 
 
 @pytest.mark.parametrize(
@@ -99,7 +104,7 @@ def test_delimit_passes_on_the_reference_and_on_another_correct_version():
         (stub, "not implemented", None),
         (delimit_fixed_tag, "one source", "<source-CODE"),
         (delimit_escaped, "one source", "unchanged"),
-        (delimit_constant_code, "one source", "closing tag as written"),
+        (delimit_constant_code, "one source", "quotes </source-5eed5eed> as written"),
         (delimit_random_code, "one source", "must not be random"),
         (delimit_unfolded, "one source", "in full-width letters"),
         (delimit_question_first, "one source", "first tag"),
@@ -112,6 +117,65 @@ def test_delimit_fails_on_plausible_wrong_code(wrong, case, why, capsys):
     assert not result.passed and result.case == case
     if why:
         assert why in capsys.readouterr().out
+
+
+def delimit_unchecked(question, texts):
+    """The hint's hash of everything, never checked against the texts: a document cannot name
+    it in advance, but nothing stops a text that happens to hold it."""
+    return layout(question, texts, content_hash("\x00".join([question, *texts])))
+
+
+def delimit_checked_as_written(question, texts):
+    """Checks its candidates against the texts as written only, not folded."""
+    seen = [t.casefold() for t in [question, *texts]]
+    for n in itertools.count():
+        code = content_hash("\x00".join([str(n), question, *texts]))
+        if not any(code in form for form in seen):
+            return layout(question, texts, code)
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "how"),
+    [(delimit_unchecked, "as written"), (delimit_checked_as_written, "in full-width letters")],
+)
+def test_delimit_hands_a_candidate_a_text_holds_and_quotes_the_learners_code(wrong, how, capsys):
+    from raglab.workbook.checks.generation import PLANTED, PLANTED_CASE
+
+    result = checks.check_delimit(wrong)
+    assert not result.passed and result.case == PLANTED_CASE
+    out = capsys.readouterr().out
+    got = re.search(r"got: +'<source-(\w+)", out)[1]  # the code of the message shown
+    assert got == PLANTED
+    assert f"your CODE {PLANTED!r} is the first candidate content_hash gave" in out
+    assert f"the second text holds it ({how})" in out
+    assert raglab_text.content_hash is content_hash  # put back after the check
+
+
+def test_delimit_with_its_own_hashing_is_judged_by_the_attacks_alone():
+    """A function that never calls content_hash cannot be handed a candidate: it passes when
+    it checks its own candidates, as delimit_own_hash does with content_hash."""
+
+    def blake(question, texts):
+        import hashlib
+
+        candidates = (
+            hashlib.blake2b("\x00".join([str(n), question, *texts]).encode()).hexdigest()[:16]
+            for n in itertools.count()
+        )
+        return layout(question, texts, checked_code(question, texts, candidates))
+
+    assert checks.check_delimit(blake).passed
+
+
+def test_a_random_code_is_quoted_as_the_learners_two_codes(capsys):
+    checks.check_delimit(delimit_random_code)
+    out = capsys.readouterr().out
+    got = re.search(r"got: +'<source-(\w+)", out)[1]
+    first, second = re.search(
+        r"used CODE '(\w+)', .* gave CODE '(\w+)' the second time", out
+    ).groups()
+    assert second == got != first
 
 
 def test_delimit_catches_an_escape_list_on_the_look_alike_attacks(capsys):

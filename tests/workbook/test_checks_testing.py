@@ -249,6 +249,113 @@ def test_a_plausible_wrong_test_fails_the_check(name, test, case):
     assert not result.passed and result.case == case, result.message
 
 
+# --- half a promise: a test that checks one half is caught by the engine breaking the other ---
+
+
+def tenants_no_leak_only(engine):
+    hits = engine.retrieve("What does error E-204 mean?", ACME, k=10)
+    assert [hit for hit in hits if hit.chunk.tenant != "acme"] == []
+
+
+def dimensions_add_only(engine):
+    chunks = engine.chunk("Staff get 25 days of annual leave.")
+    with pytest.raises(ValueError):
+        engine.store(dim=engine.dim).add(chunks, np.ones((len(chunks), engine.dim - 1)))
+
+
+def dimensions_query_only(engine):
+    chunks = engine.chunk("Staff get 25 days of annual leave.")
+    store = engine.store(dim=engine.dim)
+    store.add(chunks, engine.embed([c.text for c in chunks]))
+    with pytest.raises(ValueError):
+        store.search(np.ones(engine.dim + 1, dtype=np.float32), Principal("ann"), k=1)
+
+
+def overlap_above_size_only(engine):
+    with pytest.raises(ValueError, match="overlap"):
+        engine.chunk("Some text to cut.", size=100, overlap=150)
+
+
+def overlap_equal_to_size_only(engine):
+    with pytest.raises(ValueError, match="overlap"):
+        engine.chunk("Some text to cut.", size=100, overlap=100)
+
+
+def abstention_flag_only(engine):
+    assert engine.ask("What is the airspeed velocity of an unladen swallow?", ACME).abstained
+
+
+def abstention_no_citations_only(engine):
+    answer = engine.ask("What is the airspeed velocity of an unladen swallow?", ACME)
+    assert answer.citations == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "test", "case", "missing"),
+    [
+        (
+            "test_no_cross_tenant_retrieval",
+            tenants_no_leak_only,
+            "RetrievesNothing",
+            "that the asker still gets hits",
+        ),
+        (
+            "test_no_cross_tenant_retrieval",
+            tenants_only_some_hits,
+            "NoAccessFilter",
+            "that the asker gets no other tenant's chunk",
+        ),
+        (
+            "test_wrong_embedding_dimensions_are_rejected",
+            dimensions_add_only,
+            "QueryAcceptsAnyDimension",
+            "that a query (`store.search`) of the wrong length is refused",
+        ),
+        (
+            "test_wrong_embedding_dimensions_are_rejected",
+            dimensions_query_only,
+            "AddAcceptsAnyDimension",
+            "that `add` refuses vectors of the wrong length",
+        ),
+        (
+            "test_overlap_must_be_smaller_than_chunk_size",
+            overlap_above_size_only,
+            "OverlapEqualToSizeAccepted",
+            "that `overlap == size` is refused too",
+        ),
+        (
+            "test_overlap_must_be_smaller_than_chunk_size",
+            overlap_equal_to_size_only,
+            "OverlapAboveSizeAccepted",
+            "that an `overlap` larger than `size` is refused too",
+        ),
+        (
+            "test_unanswerable_question_gets_no_answer",
+            abstention_flag_only,
+            "CitesWhileAbstaining",
+            "that an abstention cites nothing (`answer.citations == ()`)",
+        ),
+        (
+            "test_unanswerable_question_gets_no_answer",
+            abstention_no_citations_only,
+            "AnswersUncited",
+            "that the answer abstains (`answer.abstained`)",
+        ),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_a_test_of_half_the_promise_is_incomplete_naming_the_other_half(
+    name, test, case, missing, capsys
+):
+    result = _check(name, test)
+    assert not result.passed and result.case == case, result.message
+    out = capsys.readouterr().out
+    assert (
+        f"your test checks only part of the promise: it passed on a broken engine, {case}: " in out
+    )
+    assert f"it never checks {missing}" in out
+
+
 def test_a_test_that_fails_on_the_real_engine_is_told_so(capsys):
     _check("test_empty_documents_produce_no_chunks", empty_expects_an_empty_string)
     out = capsys.readouterr().out

@@ -106,6 +106,26 @@ def test_solution_cell_is_shown_relabelled_and_cleared():
     assert cell.metadata["jupyter"] == {"source_hidden": True}  # the original is untouched
 
 
+def test_an_answer_at_the_top_of_a_cell_keeps_its_empty_value_and_raises_nothing():
+    # A top-level raise would stop Run All at this cell; inside a function it stops nothing.
+    cell = nbformat.v4.new_code_cell(
+        f"{SOLUTION_LABEL}\nFLAWS: set[str] = set()\n### BEGIN SOLUTION\nFLAWS = {{'D2'}}\n"
+        "### END SOLUTION\ndef f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
+        id="v",
+    )
+    student = student_cell(cell).source
+    assert student.split("\n")[1:] == [
+        "FLAWS: set[str] = set()",
+        "# YOUR CODE HERE",
+        "def f():",
+        "    # YOUR CODE HERE",
+        "    raise NotImplementedError()",
+    ]
+    namespace: dict = {}
+    exec(student, namespace)
+    assert namespace["FLAWS"] == set()
+
+
 def test_check_cells_are_found_by_tag_or_by_call():
     assert is_check_cell(nbformat.v4.new_code_cell("checks.check_chunk(chunk)"))
     assert is_check_cell(nbformat.v4.new_code_cell("x", metadata={"tags": ["check"]}))

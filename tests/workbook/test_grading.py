@@ -2,7 +2,8 @@
 
 The notebooks run once per module (a kernel start and the chunking notebook take about a
 second each): the complete notebook, its generated student version, and a learner's
-partial notebook (one exercise stubbed, the other's check cell deleted).
+partial notebook (one exercise stubbed, the other's check cell deleted). The course handed
+out is notebook 04 alone (the workbook fixture's exercises/), unless a test says otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import nbformat
 import pytest
 
 from raglab.workbook.checks.core import one_line
+from raglab.workbook.course import graded_notebooks, not_handed_in, read_course
 from raglab.workbook.exercises import build_exercises, is_check_cell, student_cell
 from raglab.workbook.gradebook import (
     CSV_COLUMNS,
@@ -24,6 +26,7 @@ from raglab.workbook.gradebook import (
     GradeReport,
     format_summary,
     format_table,
+    total,
     write_csv,
 )
 from raglab.workbook.grading import (
@@ -94,7 +97,10 @@ def graded_by_command(workbook):
     csv_path = workbook / "grades.csv"
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = grade_command([str(workbook / "class"), "--csv", str(csv_path), "--timeout", "60"])
+        code = grade_command(
+            [str(workbook / "class"), "--csv", str(csv_path), "--timeout", "60"]
+            + ["--course", str(workbook / "exercises")]
+        )
     return code, out.getvalue(), csv_path, err.getvalue()
 
 
@@ -144,14 +150,14 @@ def test_a_partial_notebook_is_graded_even_without_its_check_cell(graded_by_comm
         "00_start_here.ipynb",
         "-",
         "—",
-        "no",
-    ]  # not a failure
+        "not",
+    ]  # not a failure: "not a notebook of the course (nothing to grade)"
     assert lines[2].split()[1:6] == [NAME, "chunk", "2/2", "pass", "all"]
     assert lines[3].split()[1:6] == [NAME, "split_sections", "0/3", "FAIL", "not"]
-    assert lines[4].split() == ["learner", "(total)", "2/5", "40%"]
+    assert " ".join(lines[4].split()) == "learner (total) 2/5 40% handed in 1 of 1 notebook"
     assert lines[5] == "1 of 2 exercises pass, 2 of 5 points (1 learners)"
     assert lines[0].index("result") == lines[2].index("pass") == lines[3].index("FAIL")  # aligned
-    assert progress.strip().startswith("[1/1] learner: 2/5 points")
+    assert progress.strip().startswith("[1/1] learner: 2/5 points, handed in 1 of 1 notebook (")
 
 
 def test_csv_has_one_row_per_learner_and_exercise(graded_by_command):
@@ -183,7 +189,10 @@ def test_a_class_is_graded_in_parallel_and_a_notebook_without_exercises_is_no_fa
         shutil.copy(source, root / learner / NAME)
     shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", root / "ada")
     assert (
-        grade_command([str(root / "ada"), "--summary", "--jobs", "2"]) == 0
+        grade_command(
+            [str(root / "ada"), "--summary", "--jobs", "2", "--course", str(workbook / "exercises")]
+        )
+        == 0
     )  # every exercise passes
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == [
@@ -193,12 +202,14 @@ def test_a_class_is_graded_in_parallel_and_a_notebook_without_exercises_is_no_fa
         "percent",
         "exercises_passed",
         "exercises",
+        "notebooks_handed_in",
+        "notebooks",
     ]
-    assert out[1].split() == ["ada", "5", "5", "100.0", "2", "2"]
-    report = grade(submissions([root]), jobs=2, timeout=60)
+    assert out[1].split() == ["ada", "5", "5", "100.0", "2", "2", "1", "1"]
+    report = grade(submissions([root]), jobs=2, timeout=60, course=workbook / "exercises")
     assert format_summary(report).splitlines()[1:] == [
-        "ada      5       5           100.0    2                 2",
-        "bob      0       5           0.0      0                 2",
+        "ada      5       5           100.0    2                 2          1                    1",
+        "bob      0       5           0.0      0                 2          1                    1",
     ]
 
 
@@ -287,14 +298,14 @@ def test_an_unreadable_notebook_fails_and_one_without_exercises_does_not(tmp_pat
     assert GradeReport((empty,)).all_pass
 
 
-def test_a_lost_course_notebook_still_counts_its_exercises_at_full_points(tmp_path):
+def test_a_lost_course_notebook_still_counts_its_exercises_at_full_points(workbook, tmp_path):
     """An unreadable 04 and a 04 stripped of its exercises: each course exercise fails at its
     points, so the learner's total is out of the same maximum as everyone else's."""
     (tmp_path / "ann").mkdir()
     (tmp_path / "ann" / "04_implement_chunking.ipynb").write_text("{not json", encoding="utf-8")
     (tmp_path / "bob").mkdir()
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "bob" / "04_implement_chunking (1).ipynb")
-    report = grade([tmp_path], jobs=1, timeout=30)
+    report = grade([tmp_path], jobs=1, timeout=30, course=workbook / "exercises")
     rows = {(g.learner, g.exercise): (g.passed, g.points, g.max_points) for g in report.grades}
     assert rows == {
         ("ann", "chunk"): (False, 0, 2),
@@ -305,6 +316,29 @@ def test_a_lost_course_notebook_still_counts_its_exercises_at_full_points(tmp_pa
     assert all(g.graded for g in report.grades)
     assert next(g for g in report.grades if g.learner == "ann").message.startswith(
         "could not read the notebook"
+    )
+
+
+def test_a_learner_who_handed_in_05_to_11_is_graded_out_of_the_whole_course():
+    """The issue's learner: every exercise of 05-11 passed, 01-04 never handed in. The total
+    is the course's (41 points when this was written), not the 30 of what was handed in."""
+    course = read_course()
+    later = [n for n in graded_notebooks(course) if n >= "05"]
+    passed = [
+        ExerciseGrade("ann", course[n].name, e["exercise"], True, e["points"], e["points"], "ok")
+        for n in later
+        for e in course[n].exercises
+    ]
+    handed_in = [Path(course[n].name) for n in later]
+    missing = not_handed_in("ann", handed_in, graded_notebooks(course), course)
+    report = GradeReport(tuple(passed + missing))
+    earned = sum(g.points for g in passed)
+    whole = sum(e["points"] for n in course.values() for e in n.exercises)
+    assert earned < whole and {g.notebook[:2] for g in missing} == {"01", "02", "03", "04"}
+    t = total(report.grades)
+    assert (t.points, t.max_points, t.handed_in, t.notebooks) == (earned, whole, 7, 11)
+    assert " ".join(format_table(report).splitlines()[-2].split()) == (
+        f"ann (total) {earned}/{whole} {100 * earned / whole:.0f}% handed in 7 of 11 notebooks"
     )
 
 
@@ -339,7 +373,9 @@ def test_format_table_and_csv_without_running_anything(tmp_path):
     assert table[1] == "ann      a.ipynb   chunk           2/2     pass    ok"
     assert table[2] == "ann      a.ipynb   (notebook)      2/2"
     assert table[3].endswith("…") and len(table[3].split("FAIL    ")[1]) == 90
-    assert table[5] == "ann      (total)                   2/5     40%"
+    assert (
+        table[5] == "ann      (total)                   2/5     40%     handed in 2 of 2 notebooks"
+    )
     assert table[-1] == "1 of 3 exercises pass, 2 of 7 points (2 learners)"
     write_csv(report, tmp_path / "g.csv")
     assert (tmp_path / "g.csv").read_text(encoding="utf-8").splitlines()[:2] == [
@@ -369,7 +405,7 @@ def test_a_crash_or_an_endless_cell_costs_only_that_learner(workbook):
         nbformat.write(nb, root / learner / NAME)
     (root / "fine").mkdir()
     nbformat.write(complete, root / "fine" / NAME)
-    report = grade(submissions([root]), timeout=3, jobs=2)
+    report = grade(submissions([root]), timeout=3, jobs=2, course=workbook / "exercises")
     points = {learner: sum(g.points for g in report.of(learner)) for learner in report.learners()}
     # The endless cell is interrupted after 3 s and the run goes on: its exercises still count.
     assert points == {"crash": 0, "fine": 5, "loop": 5}

@@ -105,10 +105,42 @@ def test_every_learner_is_graded_out_of_the_same_total(graded):
     ]
     assert graded.of("cat")[1].message == "not handed in"
     assert format_summary(graded).splitlines()[1:] == [
-        "ann      2       2           100.0    1                 1",
-        "bob      2       2           100.0    1                 1",
-        "cat      0       2           0.0      0                 1",
-        "dan      2       2           100.0    1                 1",
+        "ann      2       2           100.0    1                 1          1                    1",
+        "bob      2       2           100.0    1                 1          1                    1",
+        "cat      0       2           0.0      0                 1          0                    1",
+        "dan      2       2           100.0    1                 1          1                    1",
+    ]
+
+
+def test_the_total_is_the_courses_even_when_nobody_handed_in_a_notebook(course, tmp_path):
+    """A course of two notebooks with exercises (2 + 1 points); the class hands in 05 alone,
+    solved: 2 of the course's 3 points, not 2 of 2, and the table says what was handed in."""
+    bigger = tmp_path / "course"
+    bigger.mkdir()
+    for handed_out in course.iterdir():
+        (bigger / handed_out.name).write_bytes(handed_out.read_bytes())
+    more = notebook("# ✏️ Your turn", exercise="top_k", function="top_k", points=1)
+    save(more, bigger / "06_more.ipynb")
+    save(notebook(COSINE), tmp_path / "class" / "ann" / TINY)
+    report = grade([tmp_path / "class"], course=bigger, jobs=1, timeout=60)
+    assert [
+        (g.notebook, g.exercise, g.points, g.max_points, g.handed_in) for g in report.grades
+    ] == [
+        (TINY, "cosine", 2, 2, True),
+        ("06_more.ipynb", "top_k", 0, 1, False),
+    ]
+    table = format_table(report).splitlines()
+    assert " ".join(table[3].split()) == "ann 06_more.ipynb (notebook) 0/1 FAIL not handed in"
+    assert " ".join(table[4].split()) == "ann (total) 2/3 67% handed in 1 of 2 notebooks"
+    assert format_summary(report).splitlines()[1].split() == [
+        "ann",
+        "2",
+        "3",
+        "66.7",
+        "1",
+        "2",
+        "1",
+        "2",
     ]
 
 

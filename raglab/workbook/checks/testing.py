@@ -12,6 +12,13 @@ or, for `assert True`:
 
     ❌ test_empty_documents_produce_no_chunks: case 'EmptyChunkForEmptyDocument'
        your test passed on a broken engine, EmptyChunkForEmptyDocument: ...
+
+A promise of two halves has a broken engine per half; a test that catches one and not the
+other checks only part of the promise, and the check names the half it never checks:
+
+    ❌ test_no_cross_tenant_retrieval: case 'RetrievesNothing'
+       your test checks only part of the promise: it passed on a broken engine, ...
+       it never checks that the asker still gets hits (their own tenant's pages)
 """
 
 from __future__ import annotations
@@ -52,16 +59,22 @@ def check_catches(name: str, test: Any, broken: Sequence[type[Engine]]) -> Check
         return verdict(name, NOT_IMPLEMENTED_CASE, [])
     if not on_real.passed:
         return verdict(name, CORRECT, _fails_on_the_real_engine(on_real))
-    caught: list[tuple[type[Engine], TestResult]] = []
-    for engine in broken:
-        result = run_test(test, engine())
-        if result.passed:
-            return verdict(name, engine.__name__, _let_through(engine))
-        caught.append((engine, result))
-    names = " and ".join(engine.__name__ for engine, _ in caught)
+    results = [(engine, run_test(test, engine())) for engine in broken]
+    caught = [(engine, result) for engine, result in results if not result.passed]
+    missed = [engine for engine, result in results if result.passed]
+    if missed and not caught:
+        return verdict(name, missed[0].__name__, _let_through(missed[0]))
+    if missed:
+        return verdict(name, missed[0].__name__, _checks_part(missed[0]))
     first = caught[0][1].message.split("\n")[0]
     first = first if len(first) <= MAX_MESSAGE else first[: MAX_MESSAGE - 1] + "…"
+    names = _and([engine.__name__ for engine, _ in caught])
     return verdict(name, None, [f"passes on the real engine and fails on {names} ({first})"])
+
+
+def _and(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _fails_on_the_real_engine(result: TestResult) -> list[str]:
@@ -77,6 +90,20 @@ def _let_through(engine: type[Engine]) -> list[str]:
         f"your test passed on a broken engine, {engine.__name__}: {_flaw(engine)}",
         "a test that cannot fail checks nothing: make it fail on this flaw (and call "
         "the `engine` it is given, not raglab directly)",
+    ]
+
+
+def _checks_part(engine: type[Engine]) -> list[str]:
+    """The test caught another engine of its exercise, and let this one through."""
+    missing = (
+        f"it never checks {engine.unchecked}"
+        if engine.unchecked
+        else "make it fail on this flaw too"
+    )
+    return [
+        "your test checks only part of the promise: it passed on a broken engine, "
+        f"{engine.__name__}: {_flaw(engine)}",
+        missing,
     ]
 
 
