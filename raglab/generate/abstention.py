@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from importlib import resources
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 from raglab.embed.embedders import Embedder
 from raglab.generate.evidence import Evidence, weakest_term
@@ -201,9 +201,12 @@ def answer_features(
 
 @dataclass(frozen=True, slots=True)
 class AbstentionRule:
-    """A logistic model over `AnswerFeatures` and the probability at which it answers.
+    """A logistic model over `AnswerFeatures` and the probabilities at which it answers.
 
     `weights` follow `FEATURES`. `profile` names the embedder the rule was fitted for.
+    At `threshold` or above it answers; from `caution` up to `threshold` it answers with
+    a stated caution (the sources may not answer this); below `caution` it abstains.
+    `caution` defaults to `threshold`: two levels, answer or abstain.
 
     >>> rule = AbstentionRule("demo", weights=(0, 0, 10, 0, 0, 0, 0, 0), intercept=-5, threshold=0.5)
     >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0, 0, 0)), 3)
@@ -216,6 +219,7 @@ class AbstentionRule:
     weights: tuple[float, ...]
     intercept: float
     threshold: float
+    caution: float | None = None
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES):
@@ -223,6 +227,24 @@ class AbstentionRule:
                 f"weights must have one number per feature ({', '.join(FEATURES)}); "
                 f"got {len(self.weights)}"
             )
+        if self.caution is None:
+            object.__setattr__(self, "caution", self.threshold)
+        elif not 0 <= self.caution <= self.threshold:
+            raise ValueError(
+                f"caution must be >= 0 and <= threshold (got caution={self.caution}, "
+                f"threshold={self.threshold})"
+            )
+
+    def level(self, probability: float) -> str:
+        """ "sure", "cautious" or "abstained" for an answer with this probability.
+
+        >>> rule = AbstentionRule("demo", (0,) * len(FEATURES), 0, threshold=0.6, caution=0.4)
+        >>> [rule.level(p) for p in (0.7, 0.5, 0.3)]
+        ['sure', 'cautious', 'abstained']
+        """
+        if probability >= self.threshold:
+            return "sure"
+        return "cautious" if probability >= cast(float, self.caution) else "abstained"
 
     def probability(self, features: AnswerFeatures) -> float:
         """The model's probability that an answer with these features is right."""
@@ -261,7 +283,11 @@ def load_rule(profile: str) -> AbstentionRule:
     rules = _stored_rules()["rules"]
     stored = rules.get(profile, rules[WORDS_PROFILE])
     return AbstentionRule(
-        stored["profile"], tuple(stored["weights"]), stored["intercept"], stored["threshold"]
+        stored["profile"],
+        tuple(stored["weights"]),
+        stored["intercept"],
+        stored["threshold"],
+        stored.get("caution"),
     )
 
 

@@ -17,6 +17,7 @@ Four steps, one module each:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -143,13 +144,47 @@ def _cite_one(sentence: str, n: int) -> str:
     return f"{body} [{n}]{end}"
 
 
+CAUTION = "The sources mention {} but may not answer this question."
+"""The first line of a cautious answer (`AbstentionRule.level`): what the quotes are about,
+and that they may not be the answer. It claims nothing about the facts, so the faithfulness
+check passes over it (`without_caution`)."""
+
+_CAUTION_LINE = re.compile(r"^The sources mention .{0,500}? but may not answer this question\.\n")
+
+
+def caution(question: str, chosen: Sequence[Evidence]) -> str:
+    """The caution line for `chosen`: the question's words they mention, as asked.
+
+    >>> caution("Warranty on GripLite valves?", [Evidence(1, 0, "", frozenset({"griplit", "valv"}))])
+    'The sources mention GripLite and valves but may not answer this question.'
+    """
+    held = frozenset().union(*(e.stems | e.context for e in chosen))
+    words = [w for w in dict.fromkeys(_WORD.findall(question)) if stem(w.lower()) in held]
+    words = [w for w in words if w.lower() not in STOPWORDS]
+    said = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+    return CAUTION.format(said or "related things")
+
+
+def without_caution(answer: str) -> str:
+    """`answer` without its caution line, if it opens with one.
+
+    >>> without_caution("The sources mention leave but may not answer this question.\nLeave is 25 days [1].")
+    'Leave is 25 days [1].'
+    """
+    return _CAUTION_LINE.sub("", answer, count=1)
+
+
+_WORD = re.compile(r"[\w][\w'-]*")
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Why the answerer said what it said: every scored sentence, the chosen ones, the
     features the rule saw, its probability, and the answer (or ABSTENTION).
 
-    `draft` is the answer it would give if it answered (empty without evidence): a
-    notebook can show both sides of the threshold.
+    `level`: "sure", "cautious" (the answer opens with `CAUTION`) or "abstained"
+    (`AbstentionRule.level`). `draft` is the answer it would give if it answered (empty
+    without evidence): a notebook can show both sides of the threshold.
     """
 
     ranked: tuple[Evidence, ...]
@@ -159,6 +194,7 @@ class Decision:
     answered: bool
     draft: str
     text: str
+    level: str = "sure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,14 +264,21 @@ class ExtractiveGenerator:
         )
         probability = self._rule.probability(features)
         draft = " ".join(cite(e) for e in chosen)
-        answered = (
+        possible = (
             bool(ranked)
             and bool(content_stems(prompt.question))
-            and probability >= self._rule.threshold
             and features.best_support >= self.min_support
         )
-        text = draft if answered else ABSTENTION
-        return Decision(tuple(ranked), tuple(chosen), features, probability, answered, draft, text)
+        level = self._rule.level(probability) if possible else "abstained"
+        text = {
+            "sure": draft,
+            "cautious": f"{caution(prompt.question, chosen)}\n{draft}",
+            "abstained": ABSTENTION,
+        }[level]
+        answered = level != "abstained"
+        return Decision(
+            tuple(ranked), tuple(chosen), features, probability, answered, draft, text, level
+        )
 
     def generate(self, prompt: Prompt) -> str:
         return self.decide(prompt).text
