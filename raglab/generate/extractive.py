@@ -168,7 +168,7 @@ def caution(question: str, chosen: Sequence[Evidence]) -> str:
 def without_caution(answer: str) -> str:
     """`answer` without its caution line, if it opens with one.
 
-    >>> without_caution("The sources mention leave but may not answer this question.\nLeave is 25 days [1].")
+    >>> without_caution("The sources mention leave but may not answer this question.\\nLeave is 25 days [1].")
     'Leave is 25 days [1].'
     """
     return _CAUTION_LINE.sub("", answer, count=1)

@@ -181,6 +181,25 @@ class Sentence:
     unit: int = -1
 
 
+def numbered_heading(heading: str, chunk_text: str) -> str:
+    """The heading to quote before each sentence under it: one that holds a number ("3.3.2
+    (3 March 2025)", "2025 holidays") and stands in the chunk itself; else "".
+
+    Under a numbered heading the number is part of every fact below it: "Fixed LIB-815:
+    the login loop." answers "which version fixed it?" only with "3.3.2" before it. The
+    heading must be in the chunk's own text, so the quote is still the cited text's.
+
+    >>> numbered_heading("3.3.2 (3 March 2025)", "## 3.3.2 (3 March 2025)\\n\\n- Fixed LIB-815.")
+    '3.3.2 (3 March 2025)'
+    >>> numbered_heading("Returns", "## Returns\\n\\nWithin 30 days.")
+    ''
+    """
+    last = heading.rsplit(" > ", 1)[-1]  # a chunk's heading path ends with its own heading
+    if not any(c.isdigit() for c in last) or last not in clean_inline(chunk_text):
+        return ""
+    return last
+
+
 def candidate_sentences(sources: Sequence[Hit]) -> list[Sentence]:
     """Every quotable sentence of every source, numbered by source (`[n]`, from 1).
 
@@ -206,10 +225,13 @@ def candidate_sentences(sources: Sequence[Hit]) -> list[Sentence]:
                 continue
             context = " ".join(part for part in (chunk.title, unit.heading) if part)
             text = clean_inline(unit.text)
+            label = numbered_heading(unit.heading, chunk.text)
             for s, sentence in enumerate([text] if unit.whole else split_sentences(text)):
                 if len(sentence.split()) < MIN_WORDS or sentence.endswith("?"):
                     continue  # too short to answer anything, or a question (an FAQ's)
                 if fragment and u == 0 and s == 0:
                     sentence = "\u2026" + sentence
+                if label:
+                    sentence = f"{label}: {sentence}"
                 found.append(Sentence(n, len(found), sentence, context, units))
     return found

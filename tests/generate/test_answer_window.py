@@ -80,3 +80,31 @@ def test_a_neighbour_that_adds_no_question_word_stays_out():
     chosen = choose(generator.rank(prompt), 3)
     assert chosen[0].text.startswith("CHK-408")
     assert all("4.12.1" not in e.text for e in chosen)
+
+
+NOTES = """# App release notes
+
+## 3.3.2 (3 March 2025)
+
+- Fixed LIB-815: signing in on a tablet sent some members back to the login screen.
+- The barcode of your digital card is brighter in dark mode.
+
+## 3.3.0 (20 January 2025)
+
+- Fixed LIB-802: reservation alerts did not arrive with battery saver on.
+"""
+
+
+def test_a_numbered_heading_is_quoted_with_the_fact_under_it():
+    text = answer("Which version of the app fixed the login loop on tablets?", hit(NOTES))
+    assert text.startswith("3.3.2 (3 March 2025): Fixed LIB-815")
+    assert "3.3.0" not in text
+
+
+def test_a_heading_the_chunk_does_not_hold_is_not_quoted():
+    tail = "- Fixed LIB-802: reservation alerts did not arrive with battery saver on."
+    chunk = Chunk(
+        "notes.md", 1, tail, 200, 200 + len(tail), heading="Notes > 3.3.0 (20 January 2025)"
+    )
+    sentences = candidate_sentences([Hit(chunk, 1.0)])
+    assert [s.text for s in sentences] == [tail[2:]]
