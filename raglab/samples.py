@@ -7,6 +7,9 @@ inside the package (`raglab/sample_data/`).
 
 >>> sample_corpus().name, sample_questions().name
 ('corpus', 'questions.jsonl')
+
+A second knowledge base in another domain, `data/transfer/`, is for judging what was fitted
+on the first on documents it never saw (`transfer_corpus()`, `transfer_questions()`).
 """
 
 from __future__ import annotations
@@ -36,3 +39,13 @@ def sample_corpus() -> Path:
 def sample_questions() -> Path:
     """The labelled question set for the sample corpus (JSONL)."""
     return sample_data() / "questions.jsonl"
+
+
+def transfer_corpus() -> Path:
+    """The second corpus (a library network, a veterinary group, a carrier): never fitted on."""
+    return sample_data() / "transfer" / "corpus"
+
+
+def transfer_questions() -> Path:
+    """The labelled question set for the second corpus (JSONL)."""
+    return sample_data() / "transfer" / "questions.jsonl"

@@ -1,4 +1,4 @@
-"""Metrics over one ranked list of document ids with binary relevance.
+"""Metrics over one ranked list of document ids with binary relevance, and one over an answer.
 
 A document is relevant or it is not. Each metric is a small function with its reference,
 cross-checked against ranx in the tests. Two rules shared by every metric:
@@ -8,16 +8,21 @@ cross-checked against ranx in the tests. Two rules shared by every metric:
   these averages and scores them by abstention instead.
 - A repeated id in `ranked` counts once, at its first rank; later repeats are dropped before
   scoring, so the documents behind them move up.
+
+`holds_key_fact` judges an answer's text instead: does it state the asked-for fact (a
+question's `must_contain` strings)? Citing the right document is not enough: an answer
+that quotes the symptom from a table row and drops the fix cites the right document too.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Sequence
 
 from raglab.validation import check_int
 
-__all__ = ["hit_rate_at_k", "mrr", "ndcg_at_k", "recall_at_k", "unique_in_order"]
+__all__ = ["hit_rate_at_k", "holds_key_fact", "mrr", "ndcg_at_k", "recall_at_k", "unique_in_order"]
 
 
 def _check(relevant: Collection[str]) -> frozenset[str]:
@@ -118,3 +123,35 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float
     dcg = sum(_discount(r) for r, doc in enumerate(top, start=1) if doc in relevant_set)
     ideal = sum(_discount(r) for r in range(1, min(k, len(relevant_set)) + 1))
     return dcg / ideal
+
+
+_MARKUP = re.compile(r"\[\d+\]|[*`]")
+"""Citation markers ([2]) and markdown emphasis (**30 days**): what an answer may put inside
+a fact without changing it."""
+
+
+def _plain(text: str) -> str:
+    """Case folded, markers and emphasis dropped, every run of white space one space."""
+    return " ".join(_MARKUP.sub("", text).casefold().split())
+
+
+def holds_key_fact(text: str, must_contain: Collection[str]) -> bool:
+    """True when `text` contains every one of the `must_contain` strings.
+
+    Case-insensitive; citation markers, `*` and backticks are ignored and white space is
+    collapsed, on both sides, so "**30** days [1]" holds "30 days".
+    An empty `must_contain` is refused: it would call every answer right.
+
+    >>> holds_key_fact("E-4417 Ribbon out: replace the ribbon [1].", ["e-4417", "Replace the ribbon"])
+    True
+    >>> holds_key_fact("E-4417 Ribbon out [1]", ["E-4417", "replace the ribbon"])
+    False
+    """
+    if isinstance(must_contain, str):
+        raise TypeError(
+            f"must_contain must be a collection of strings, not a string ({must_contain!r})"
+        )
+    if not must_contain:
+        raise ValueError("must_contain must not be empty: every answer would hold it")
+    plain = _plain(text)
+    return all(_plain(fact) in plain for fact in must_contain)

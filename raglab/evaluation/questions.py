@@ -38,7 +38,10 @@ class Question:
     `tenant` and `groups` say who asks (the principal the search runs as). `relevant_docs`
     are the ids of the documents that answer it ([] when it is unanswerable for this user);
     `leak_docs` are ids that must never reach this user. `kind` labels the question for the
-    per-kind breakdown (e.g. "lookup", "multi-hop", "forbidden").
+    per-kind breakdown (e.g. "lookup", "multi-hop", "forbidden"). `must_contain` is an
+    answerable question's key fact, as short strings a right answer holds, every one of
+    them (case-insensitive, `raglab.evaluation.metrics.holds_key_fact`): ("30 days",) or
+    ("E-4417", "replace the ribbon"); () when the question is not scored that way.
     Everything after `question` is keyword-only, because `answerable` has no default.
     """
 
@@ -52,10 +55,11 @@ class Question:
     answer: str | None = None
     kind: str | None = None
     leak_docs: tuple[str, ...] = ()
+    must_contain: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Accept lists (as JSON gives them) but store tuples, so a Question stays immutable.
-        for name in ("groups", "relevant_docs", "leak_docs"):
+        for name in ("groups", "relevant_docs", "leak_docs", "must_contain"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
@@ -66,6 +70,11 @@ class Question:
 
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_fact_list(value: Any) -> bool:
+    # subtle: an empty or blank string is in every answer, so it would score any answer right.
+    return _is_str_list(value) and all(item.strip() for item in value)
 
 
 # Field name -> (required?, the check, what the message says it must be).
@@ -80,6 +89,7 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "answer": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
     "kind": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
     "leak_docs": (False, _is_str_list, "a list of strings"),
+    "must_contain": (False, _is_fact_list, "a list of non-blank strings"),
 }
 
 
@@ -105,6 +115,11 @@ def _parse_question(line: str) -> Question:
         raise ValueError(
             f"question {obj['id']!r} is answerable but has no relevant_docs "
             "(list the documents that answer it, or set answerable to false)"
+        )
+    if obj.get("must_contain") and not obj["answerable"]:
+        raise ValueError(
+            f"question {obj['id']!r} is unanswerable but has must_contain "
+            "(a key fact belongs to an answerable question)"
         )
     return Question(**obj)
 

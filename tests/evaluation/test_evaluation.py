@@ -30,6 +30,7 @@ from raglab.evaluation import (
     rank_documents,
     recall_at_k,
 )
+from raglab.evaluation.metrics import holds_key_fact
 from raglab.records import Answer, Chunk, Citation, Hit
 
 LOG2_3 = math.log2(3)  # the discount denominator at rank 2
@@ -204,6 +205,32 @@ def test_relevant_first_gives_ndcg_one(relevant, rest, k):
     assert ndcg_at_k(ranked, relevant, k) == pytest.approx(1.0)
 
 
+# --- holds_key_fact ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "must_contain", "held"),
+    [
+        ("Claims within **30 days** [1].", ["30 days"], True),
+        ("E-4417 [2] Ribbon out:\n  REPLACE the   ribbon.", ["e-4417", "replace the ribbon"], True),
+        ("E-4417 Ribbon out [1]", ["E-4417", "replace the ribbon"], False),  # the fix dropped
+        ("Within 3 days.", ["30 days"], False),
+        ("", ["30 days"], False),
+    ],
+)
+def test_holds_key_fact_needs_every_string_whatever_the_case_markers_and_emphasis(
+    text, must_contain, held
+):
+    assert holds_key_fact(text, must_contain) is held
+
+
+def test_holds_key_fact_refuses_no_fact_and_a_bare_string():
+    with pytest.raises(ValueError, match="must not be empty"):
+        holds_key_fact("anything", [])
+    with pytest.raises(TypeError, match="not a string"):
+        holds_key_fact("30 days", "30 days")
+
+
 # --- load_questions ----------------------------------------------------------------------------
 
 
@@ -251,6 +278,12 @@ def test_load_questions_reads_every_field_with_defaults(tmp_path):
     assert q2.leak_docs == ("acme/pay.md",) and q2.answerable is False
 
 
+def test_must_contain_is_read_as_a_tuple_and_defaults_to_empty(tmp_path):
+    path = _write(tmp_path, _line(must_contain=["E-4417", "replace the ribbon"]), _line(id="q2"))
+    q1, q2 = load_questions(path)
+    assert q1.must_contain == ("E-4417", "replace the ribbon") and q2.must_contain == ()
+
+
 def test_unanswerable_question_may_omit_relevant_docs(tmp_path):
     [q] = load_questions(_write(tmp_path, _line(answerable=False, relevant_docs=...)))
     assert q.relevant_docs == ()
@@ -285,6 +318,14 @@ def test_question_is_frozen_and_stores_tuples():
         (_line(leak_doc=["x"]), "line 2: unknown field 'leak_doc'"),
         (_line(relevant_docs=[]), "line 2: question 'q1' is answerable but has no relevant_docs"),
         (_line(relevant_docs=...), "line 2: question 'q1' is answerable but has no relevant_docs"),
+        (_line(must_contain="30 days"), "line 2: field 'must_contain' must be a list of non-blank"),
+        (_line(must_contain=[30]), "line 2: field 'must_contain' must be a list of non-blank"),
+        (_line(must_contain=["30 days", " "]), "line 2: field 'must_contain' must be a list of"),
+        (_line(must_contain=None), "line 2: field 'must_contain' must be a list of non-blank"),
+        (
+            _line(answerable=False, relevant_docs=[], must_contain=["x"]),
+            "line 2: question 'q1' is unanswerable but has must_contain",
+        ),
     ],
 )
 def test_load_questions_errors_name_file_line_and_reason(tmp_path, bad_line, reason):
