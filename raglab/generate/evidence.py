@@ -166,6 +166,7 @@ def embed_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     if missing:
         if len(_VECTORS) + len(missing) > CACHE_SIZE:
             _VECTORS.clear()
+            missing = sorted(set(texts))  # subtle: the ones we had are gone too
         for text, vector in zip(missing, embedder.embed(missing).astype(np.float64)):
             _VECTORS[(embedder.version, text)] = vector
     return np.array([_VECTORS[(embedder.version, t)] for t in texts])

@@ -108,3 +108,15 @@ def test_a_heading_the_chunk_does_not_hold_is_not_quoted():
     )
     sentences = candidate_sentences([Hit(chunk, 1.0)])
     assert [s.text for s in sentences] == [tail[2:]]
+
+
+def test_sentence_vectors_survive_the_cache_being_cleared(monkeypatch):
+    import raglab.generate.evidence as evidence
+    from raglab.embed.hashing import HashingEmbedder
+
+    monkeypatch.setattr(evidence, "CACHE_SIZE", 3)
+    monkeypatch.setattr(evidence, "_VECTORS", {})
+    embedder = HashingEmbedder()
+    evidence.embed_cached(embedder, ["one", "two"])
+    vectors = evidence.embed_cached(embedder, ["one", "three", "four"])  # clears, then needs "one"
+    assert vectors.shape == (3, embedder.dim)
