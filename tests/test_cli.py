@@ -338,3 +338,26 @@ def test_eval_names_a_relevant_document_refused_at_load_and_goes_on(tmp_path, ca
     out, err = capsys.readouterr()
     assert json.loads(out)["questions"] == 2
     assert "question q1 names acme/note.md, which was refused at load" in err
+
+
+def test_eval_counts_a_question_answerable_only_from_a_refused_document_apart(tmp_path, capsys):
+    from raglab.cli import main
+
+    corpus = _corpus_copy(tmp_path)
+    (corpus / "acme" / "note.md").write_text('Deploy with password = "Xk9#mQ2vL7pZ"\n')
+    questions = tmp_path / "q.jsonl"
+    lines = [
+        {"id": "q1", "question": "Deploy password?", "relevant_docs": ["acme/note.md"]},
+        {"id": "q2", "question": "Vacation days?", "relevant_docs": ["acme/policies/leave.md"]},
+    ]
+    questions.write_text(
+        "".join(json.dumps({**q, "tenant": "acme", "answerable": True}) + "\n" for q in lines)
+    )
+    argv = ["eval", "--docs", str(corpus), "--questions", str(questions)]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["answerable"], report["unanswerable"]) == (1, 1)
+    assert report["unanswerable_by_refusal"] == 1
+    assert report["recall@k"] == 1.0  # q1's refused document is not a retrieval miss
+    assert main(argv) == 0
+    assert "of which by refusal at load  " in capsys.readouterr().out

@@ -234,7 +234,8 @@ def run_index(args: argparse.Namespace) -> int:
 
 def warn_refused_relevant(questions: Sequence[Question], refused: Mapping[str, str]) -> None:
     """One warning per question whose relevant document exists but was refused at load: the
-    run goes on, and that question cannot find it (its recall counts the miss)."""
+    run goes on without it (a question left with no relevant document that loaded counts as
+    unanswerable by refusal, reported apart)."""
     from raglab.text import shown
 
     for question in questions:
@@ -274,6 +275,7 @@ def run_eval(args: argparse.Namespace) -> int:
         k=args.k,
         retriever=args.retriever,
         embedder=index.embedder.name,
+        refused_docs=refused.keys(),
     )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))

@@ -3,7 +3,8 @@
 Three parts, in three modules:
 
 - **Metrics** over one ranked list of document ids with binary relevance (`raglab.evaluation.metrics`:
-  `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`), cross-checked against ranx in the tests.
+  `recall_at_k`, `mrr`, `ndcg_at_k`, `hit_rate_at_k`), cross-checked against ranx in the tests,
+  and one over an answer's text (`holds_key_fact`: does it state the asked-for fact?).
 - **The question set** (`raglab.evaluation.questions`): `load_questions` reads a checked JSONL file.
 - **The runner** (here): `evaluate` asks every question through a `search` and
   (optionally) an `answer` callable and averages the results into an `EvalReport`;
@@ -19,11 +20,18 @@ left out of the retrieval averages and scored by abstention instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from raglab.evaluation.metrics import hit_rate_at_k, mrr, ndcg_at_k, recall_at_k, unique_in_order
+from raglab.evaluation.metrics import (
+    hit_rate_at_k,
+    holds_key_fact,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+    unique_in_order,
+)
 from raglab.evaluation.questions import Question, QuestionSetError, load_questions
 from raglab.records import Answer, Hit
 from raglab.validation import check_int
@@ -38,11 +46,13 @@ __all__ = [
     "evaluate",
     "format_table",
     "hit_rate_at_k",
+    "holds_key_fact",
     "load_questions",
     "mrr",
     "ndcg_at_k",
     "rank_documents",
     "recall_at_k",
+    "unanswerable_by_refusal",
     "unique_in_order",
 ]
 
@@ -69,7 +79,9 @@ class QuestionResult:
     `leaked` the question's `leak_docs` that reached the search results or the answer.
     `answer`, `abstained`, `citations_verified` and `cited_relevant` are None when no
     answer was generated; `cited_relevant` is True when the answer (not an abstention)
-    cites at least one of the question's relevant documents.
+    cites at least one of the question's relevant documents. `key_fact` is True when it
+    does and its text also states the question's key fact (`must_contain`); None when no
+    answer was generated or the question has no key fact.
     """
 
     question: Question
@@ -83,6 +95,7 @@ class QuestionResult:
     citations_verified: bool | None
     answer: Answer | None
     cited_relevant: bool | None = None
+    key_fact: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +110,12 @@ class EvalReport:
     are then None, and left out of `as_dict` and the table. `answered_with_relevant_citation`:
     the share of answerable questions answered with a citation to a relevant document —
     an answer that cites only the wrong documents does not count.
+    `unanswerable_by_refusal` counts the questions labelled answerable whose every relevant
+    document was refused at load: the index cannot answer them, so they are scored as
+    unanswerable (abstaining is right) and counted here, apart from retrieval's misses.
+    `answered_with_key_fact`: the share of the answerable questions that have a key fact
+    (`Question.must_contain`) answered with a relevant citation and a text stating it — an
+    answer that quotes the right document but not the asked-for fact does not count.
     """
 
     questions: int
@@ -117,6 +136,8 @@ class EvalReport:
     per_question: tuple[QuestionResult, ...]
     answered: bool = True
     answered_with_relevant_citation: float | None = None
+    unanswerable_by_refusal: int = 0
+    answered_with_key_fact: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as plain JSON-ready values (per_question left out), in a fixed order."""
@@ -124,6 +145,7 @@ class EvalReport:
             "questions": self.questions,
             "answerable": self.answerable,
             "unanswerable": self.unanswerable,
+            "unanswerable_by_refusal": self.unanswerable_by_refusal,
             "k": self.k,
             "recall@k": self.recall_at_k,
             "mrr": self.mrr,
@@ -132,6 +154,7 @@ class EvalReport:
             "abstention_on_unanswerable": self.abstention_on_unanswerable,
             "false_abstention": self.false_abstention,
             "answered_with_relevant_citation": self.answered_with_relevant_citation,
+            "answered_with_key_fact": self.answered_with_key_fact,
             "leaks": self.leaks,
             "citations_verified": self.citations_verified,
             "retriever": self.retriever,
@@ -148,6 +171,7 @@ ANSWER_METRICS = (
     "abstention_on_unanswerable",
     "false_abstention",
     "answered_with_relevant_citation",
+    "answered_with_key_fact",
     "citations_verified",
 )
 """The report's figures that need a generated answer (left out when retrieval only)."""
@@ -207,6 +231,7 @@ def _score_question(
     reply = None if answer is None else answer(question)
     scored = question.answerable and bool(question.relevant_docs)
     relevant = question.relevant_docs
+    cited_relevant = None if reply is None else _cites_relevant(reply, relevant)
     return QuestionResult(
         question=question,
         ranked_doc_ids=ranked,
@@ -218,7 +243,8 @@ def _score_question(
         leaked=_leaked(question, ranked, reply),
         citations_verified=None if reply is None else reply.verified,
         answer=reply,
-        cited_relevant=None if reply is None else _cites_relevant(reply, relevant),
+        cited_relevant=cited_relevant,
+        key_fact=_states_key_fact(question, reply, cited_relevant),
     )
 
 
@@ -226,6 +252,15 @@ def _cites_relevant(answer: Answer, relevant: Sequence[str]) -> bool:
     """True when `answer` answers (no abstention) and cites a document in `relevant`."""
     cited = _doc_ids(citation.hit for citation in answer.citations)
     return not answer.abstained and any(doc in relevant for doc in cited)
+
+
+def _states_key_fact(
+    question: Question, answer: Answer | None, cited_relevant: bool | None
+) -> bool | None:
+    """True when `answer` cites a relevant document and its text holds the key fact."""
+    if answer is None or not question.must_contain:
+        return None
+    return bool(cited_relevant) and holds_key_fact(answer.text, question.must_contain)
 
 
 def _share(flags: Sequence[bool | None]) -> float | None:
@@ -240,8 +275,29 @@ def _recall_by_kind(results: Sequence[QuestionResult]) -> tuple[tuple[str, float
     return tuple((kind, math.fsum(v) / len(v)) for kind, v in sorted(by_kind.items()))
 
 
+def unanswerable_by_refusal(
+    questions: Sequence[Question], refused_docs: Collection[str]
+) -> tuple[list[Question], int]:
+    """The questions with every answerable one whose relevant documents were all refused at
+    load relabelled unanswerable (the index cannot hold its answer), and how many those were.
+    A question that keeps one loadable relevant document is left as it is."""
+    relabelled, count = [], 0
+    for question in questions:
+        relevant = question.relevant_docs
+        if question.answerable and relevant and all(doc in refused_docs for doc in relevant):
+            question = replace(question, answerable=False, relevant_docs=(), must_contain=())
+            count += 1
+        relabelled.append(question)
+    return relabelled, count
+
+
 def _summarise(
-    results: Sequence[QuestionResult], *, k: int, retriever: str, embedder: str
+    results: Sequence[QuestionResult],
+    *,
+    k: int,
+    retriever: str,
+    embedder: str,
+    by_refusal: int = 0,
 ) -> EvalReport:
     scored = [r for r in results if r.recall_at_k is not None]
     answerable = [r for r in results if r.question.answerable]
@@ -263,6 +319,9 @@ def _summarise(
         answered_with_relevant_citation=_share(
             [r.cited_relevant for r in answered if r.question.answerable]
         ),
+        answered_with_key_fact=_share(
+            [r.key_fact for r in answered if r.question.answerable and r.key_fact is not None]
+        ),
         leaks=sum(len(r.leaked) for r in results),
         citations_verified=_share([r.citations_verified for r in answered if not r.abstained]),
         retriever=retriever,
@@ -270,6 +329,7 @@ def _summarise(
         recall_at_k_by_kind=_recall_by_kind(results),
         per_question=tuple(results),
         answered=bool(answered),
+        unanswerable_by_refusal=by_refusal,
     )
 
 
@@ -281,6 +341,7 @@ def evaluate(
     k: int = 5,
     retriever: str = "",
     embedder: str = "",
+    refused_docs: Collection[str] = (),
 ) -> EvalReport:
     """Ask every question and average the scores.
 
@@ -291,13 +352,15 @@ def evaluate(
     `answer(question)` returns an Answer; without it (retrieval only) no answer is
     generated and the answer metrics are None. Every question is searched, answerable or
     not, so a leak is caught wherever it happens. `retriever` and `embedder` are labels
-    copied into the report.
+    copied into the report. `refused_docs` are the ids of documents the loader refused: a
+    question that can only be answered from them counts as unanswerable by refusal.
     """
     k = check_int("k", k, minimum=1)
     if not questions:
         raise ValueError("questions is empty: there is nothing to evaluate")
+    questions, by_refusal = unanswerable_by_refusal(questions, refused_docs)
     results = [_score_question(q, search=search, answer=answer, k=k) for q in questions]
-    return _summarise(results, k=k, retriever=retriever, embedder=embedder)
+    return _summarise(results, k=k, retriever=retriever, embedder=embedder, by_refusal=by_refusal)
 
 
 # --- the terminal table ------------------------------------------------------------------------
@@ -312,6 +375,12 @@ def _cell(value: float | int | None) -> str:
     return f"{value:.3f}"
 
 
+def _refusal_row(report: EvalReport) -> list[tuple[str, str]]:
+    """The count of questions unanswerable by refusal, as a row only when there are some."""
+    count = report.unanswerable_by_refusal
+    return [("    of which by refusal at load", _cell(count))] if count else []
+
+
 def format_table(report: EvalReport) -> str:
     """The report as aligned plain text: one metric a line, values right-aligned, 3 decimals."""
     k = report.k
@@ -321,6 +390,7 @@ def format_table(report: EvalReport) -> str:
         ("questions", _cell(report.questions)),
         ("  answerable", _cell(report.answerable)),
         ("  unanswerable", _cell(report.unanswerable)),
+        *_refusal_row(report),
         (f"recall@{k}", _cell(report.recall_at_k)),
         (f"mrr@{k}", _cell(report.mrr)),
         (f"ndcg@{NDCG_DEPTH}", _cell(report.ndcg_at_10)),
@@ -328,6 +398,7 @@ def format_table(report: EvalReport) -> str:
         ("abstention_on_unanswerable", _cell(report.abstention_on_unanswerable)),
         ("false_abstention", _cell(report.false_abstention)),
         ("answered_with_relevant_citation", _cell(report.answered_with_relevant_citation)),
+        ("answered_with_key_fact", _cell(report.answered_with_key_fact)),
         ("citations_verified", _cell(report.citations_verified)),
         ("leaks", _cell(report.leaks)),
     ]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from raglab.records import Chunk, DocRecord
-from raglab.store.errors import StoreError
+from raglab.store.errors import NoSpace, StoreError
 from raglab.store.writes import StoredDocument, empty_meta
 
 SCHEMA_VERSION = 3
@@ -87,6 +87,8 @@ def sqlite_errors(path: Path) -> Iterator[None]:
 
 
 def _store_error(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    """What went wrong, in words: only a file SQLite found damaged is called corrupt, since
+    that message tells the user to delete it."""
     name, code = str(path), getattr(error, "sqlite_errorname", "")
     if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return StoreError(
@@ -95,6 +97,21 @@ def _store_error(path: Path, error: sqlite3.DatabaseError) -> StoreError:
         )
     if code.startswith("SQLITE_NOTADB"):  # maybe the user's own file: never say "delete it"
         return StoreError(f"index file {name!r} is not a raglab index (not a SQLite database)")
+    if code.startswith("SQLITE_FULL"):
+        return NoSpace(path, str(error))
+    if code == "SQLITE_READONLY_ROLLBACK":  # a reader finds a write cut short, and may not undo it
+        return StoreError(
+            f"index file {name!r} cannot be read: a write to it was cut short, and only a "
+            f"user who may write it can undo that ({error}): run any raglab command on it "
+            "once as such a user"
+        )
+    if code.startswith("SQLITE_READONLY"):
+        where = "its folder is" if code == "SQLITE_READONLY_DIRECTORY" else "it is"
+        return StoreError(
+            f"index file {name!r} cannot be written: {where} read-only for this user ({error})"
+        )
+    if code.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_PERM")):
+        return StoreError(f"index file {name!r} could not be read or written ({error})")
     return StoreError(f"index file {name!r} is corrupt ({error}): {REBUILD}")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Self
 from uuid import uuid4
@@ -22,6 +22,7 @@ from uuid import uuid4
 import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Principal
+from raglab.store.access import can_read
 from raglab.store.errors import StoreError
 from raglab.store.protocol import META_KEYS
 
@@ -31,6 +32,7 @@ from raglab.store.sqlite_postings import Postings, part_key
 from raglab.store.sqlite_schema import (
     LOCK_WAIT_SECONDS,
     READ_COLUMNS,
+    REBUILD,
     SCHEMA_VERSION,
     check_pages,
     check_schema,
@@ -146,9 +148,10 @@ class SQLiteStore(SnapshotReads):
         try:
             yield store
         except BaseException:
-            store.close()  # closing inside a transaction rolls it back
+            store._roll_back()
+            store.close()
             raise
-        store._end("COMMIT")
+        store._end(commit=True)
 
     def close(self) -> None:
         self._con.close()
@@ -183,17 +186,33 @@ class SQLiteStore(SnapshotReads):
     def search(
         self, query: np.ndarray, principal: Principal, k: int, *, min_score: float | None = None
     ) -> list[Hit]:
+        """The top-k chunks `principal` may see, by cosine: the vector files beside the index
+        propose them (`raglab.store.sqlite_vectors`), SQLite decides.
+
+        Each hit is checked against its chunk's tenant and groups as the index holds them
+        (`_readable_chunks`) before it leaves the store. A hit that fails shows that the files
+        lie (edited, or another index's): they are written again from the index and searched
+        once more. So no file beside the index can hand anyone a chunk they may not read.
+        """
         self._refresh()
         if self._depth or not self._generation:  # inside a write: read the rows as they stand
             return super().search(query, principal, k, min_score=min_score)
         k = check_int("k", k, minimum=1)
         q = checked_query(query, self._dim)
         with self._reading():  # one view of the file: no write lands between the reads
-            parts = self._postings.readable_parts(principal)
+            parts = set(self._postings.readable_parts(principal))
             hidden = self._hidden_chunk_ids(principal)
-            _, ids, scores = self._vectors().search(q, set(parts), k, hidden=hidden)
-            chunks = self._chunks_by_id(ids)
-        hits = [Hit(chunks[i], float(s)) for i, s in zip(ids.tolist(), scores, strict=True)]
+            _, ids, scores = self._vectors().search(q, parts, k, hidden=hidden)
+            chunks = self._readable_chunks(ids, principal)
+            if chunks is None:  # the files beside the index lie: written again from it
+                _, ids, scores = self._vectors(rewrite=True).search(q, parts, k, hidden=hidden)
+                chunks = self._readable_chunks(ids, principal)
+        if chunks is None:  # files just written from the index: it contradicts itself
+            raise StoreError(
+                f"index file {str(self.path)!r} is corrupt (its chunks and access partitions "
+                f"disagree): {REBUILD}"
+            )
+        hits = [Hit(chunk, float(s)) for chunk, s in zip(chunks, scores, strict=True)]
         return hits if min_score is None else [hit for hit in hits if hit.score >= min_score]
 
     def keyword_search(
@@ -214,8 +233,13 @@ class SQLiteStore(SnapshotReads):
             if len(scores) > k:  # only the k-th best score and above can be hits (ties too)
                 keep = scores >= -np.partition(-scores, k - 1)[k - 1]
                 ids, scores = ids[keep], scores[keep]
-            chunks = self._chunks_by_id(ids)
-        found = [(float(s), chunks[i]) for i, s in zip(ids.tolist(), scores, strict=True)]
+            chunks = self._readable_chunks(ids, principal)
+        if chunks is None:
+            raise StoreError(
+                f"index file {str(self.path)!r} is corrupt (its keyword postings and chunks "
+                f"disagree): {REBUILD}"
+            )
+        found = [(float(s), chunk) for chunk, s in zip(chunks, scores, strict=True)]
         # Best first; equal scores in store order (document id, then chunk index), as BM25.
         found.sort(key=lambda hit: (-hit[0], hit[1].doc_id, hit[1].index))
         return [Hit(chunk, score) for score, chunk in found[:k]]
@@ -239,12 +263,11 @@ class SQLiteStore(SnapshotReads):
         self._refresh()
         existing = {row[0] for row in self._run("SELECT id FROM documents")}
         dim, stored = prepare_documents(chunks, vectors, documents, self._dim, existing)
-        with self.transaction():
+        with self.transaction(), sqlite_errors(self.path):
             if dim != self._dim:
                 self._write_meta({"dim": dim})
                 self._dim = dim
-            with sqlite_errors(self.path):
-                ids = insert_documents(self._con, stored)
+            ids = insert_documents(self._con, stored)
             new = [c for doc in stored for c in doc.chunks]
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
             self._postings.add(ids, [c.text for c in new], parts)
@@ -252,7 +275,7 @@ class SQLiteStore(SnapshotReads):
             self._changed = True
 
     def delete_document(self, doc_id: str) -> int:
-        with self.transaction():
+        with self.transaction(), sqlite_errors(self.path):
             rows = self._run(f"SELECT id, {READ_COLUMNS} FROM chunks WHERE doc_id = ?", (doc_id,))
             chunks = [chunk_of(row[1:]) for row in rows]
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in chunks])
@@ -288,14 +311,15 @@ class SQLiteStore(SnapshotReads):
         try:
             yield
         except BaseException:
-            self._end("ROLLBACK")
+            self._end(commit=False)
             raise
-        self._end("COMMIT")
+        self._end(commit=True)
 
     # -- internals
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Every statement goes through here, so every SQLite failure becomes one clear error."""
+        """One statement. Every SQLite call runs inside `sqlite_errors` (here, or around a whole
+        write or read), so every SQLite failure becomes one clear error naming the file."""
         with sqlite_errors(self.path):
             return self._con.execute(sql, params).fetchall()
 
@@ -303,18 +327,16 @@ class SQLiteStore(SnapshotReads):
         with sqlite_errors(self.path):
             self._con.executemany(sql, rows)
 
-    def _end(self, statement: str) -> None:
-        """COMMIT or ROLLBACK the outermost transaction, then forget what may not have landed."""
-        changed = self._changed and statement == "COMMIT"
+    def _end(self, *, commit: bool) -> None:
+        """Commit or roll back the outermost transaction, then forget what may not have landed."""
+        changed = self._changed and commit
         try:
-            if changed:  # postings, stems and the vectors' generation land with the chunks
-                self._postings.flush()
-                self._stems.flush()
-                self._write_meta({"generation": uuid4().hex})
-            self._run(statement)
-        except BaseException:  # a COMMIT refused (say, busy) leaves the transaction open: end it
-            if self._con.in_transaction:
-                self._con.execute("ROLLBACK")
+            if commit:
+                self._commit(changed)
+            else:
+                self._roll_back()
+        except BaseException:  # a COMMIT refused (busy, disk full): the file stays as it was
+            self._roll_back()
             changed = False
             raise
         finally:
@@ -328,13 +350,37 @@ class SQLiteStore(SnapshotReads):
             with self._reading():  # written now, so the first question finds them ready
                 self._vectors()
 
+    def _commit(self, changed: bool) -> None:
+        with sqlite_errors(self.path):
+            if changed:  # postings, stems and the vectors' generation land with the chunks
+                self._postings.flush()
+                self._stems.flush()
+                self._write_meta({"generation": uuid4().hex})
+            self._con.execute("COMMIT")
+
+    def _roll_back(self) -> None:
+        """End a failed write so that the file is as it was before it began.
+
+        On some errors (a full disk, an I/O error) SQLite has already rolled back in memory
+        and leaves its journal for the next reader to play back; one read plays it back now,
+        so the journal's space is freed and no reader without write access ever meets it.
+        If even that fails, the first error is the one to report: the journal stays, and
+        SQLite plays it back when the file is next opened.
+        """
+        with suppress(sqlite3.Error):
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
+            self._con.execute("SELECT 1 FROM meta LIMIT 1")
+
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """A read transaction: while it lasts, no other process can commit a write."""
+        """A read transaction: while it lasts, no other process can commit a write. Any SQLite
+        error inside becomes a `StoreError`."""
         self._run("BEGIN")
         try:
             self._run("SELECT 1 FROM meta LIMIT 1")  # BEGIN is lazy: this takes the read lock
-            yield
+            with sqlite_errors(self.path):
+                yield
         finally:
             self._run("COMMIT")
 
@@ -360,16 +406,18 @@ class SQLiteStore(SnapshotReads):
             self._snapshot = None
             self._load_settings()
 
-    def _vectors(self) -> VectorFile:
-        """The vectors file of the index as it is now (call inside `_reading`).
+    def _vectors(self, *, rewrite: bool = False) -> VectorFile:
+        """The vectors file of the index as it is now (call inside `_reading`); `rewrite`:
+        written again from the index, whatever the files beside it hold.
 
         Named by the generation raglab wrote and by SQLite's change counter, which any
         commit moves, so an index changed by other software is never read stale.
         """
-        if self._vector_file is None:
+        if self._vector_file is None or rewrite:
             generation = f"{self._generation}-{change_counter(self.path)}"
-            with sqlite_errors(self.path):
-                self._vector_file = vector_file(self._con, self.path, generation, self._dim or 0)
+            self._vector_file = vector_file(
+                self._con, self.path, generation, self._dim or 0, rewrite=rewrite
+            )
         return self._vector_file
 
     def _hidden_chunk_ids(self, principal: Principal) -> np.ndarray:
@@ -382,9 +430,19 @@ class SQLiteStore(SnapshotReads):
         with sqlite_errors(self.path):
             return chunk_ids_of(self._con, hidden)
 
-    def _chunks_by_id(self, ids: np.ndarray) -> dict[int, Chunk]:
-        with sqlite_errors(self.path):
-            return chunks_by_id(self._con, ids)
+    def _readable_chunks(self, ids: np.ndarray, principal: Principal) -> list[Chunk] | None:
+        """The hits' chunks as the index holds them, in the order of `ids`; None unless each
+        one is there, once, and `principal` may read it (call inside a read).
+
+        Whatever proposed the ids (the vector files beside the index, the postings), the
+        last word on who reads a hit is the chunk's own tenant and groups in SQLite: a
+        search can return no chunk its asker may not read. It costs k row reads.
+        """
+        chunks = chunks_by_id(self._con, ids)
+        found = [chunks[i] for i in ids.tolist() if i in chunks]
+        if len(found) == len(ids) == len(chunks) and all(can_read(principal, c) for c in found):
+            return found
+        return None
 
     def _current(self) -> Snapshot:
         self._refresh()

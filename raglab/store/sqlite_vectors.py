@@ -12,7 +12,9 @@ written into the index's meta table with every write, in the same transaction, a
 SQLite's change counter, so files of any other generation are stale and never read
 (they are deleted when the next ones are written); a missing file (a crash between commit and
 writing it, a copied index) is rebuilt from SQLite, or, in a folder we may not write,
-held in memory.
+held in memory. The files are a cache, never trusted with access: files that do not fit
+the index (another index's, an edited partition column: `fits`) are rebuilt too, and
+every hit a search finds in them is checked against SQLite before it leaves the store.
 """
 
 from __future__ import annotations
@@ -82,15 +84,47 @@ class VectorFile:
         return positions[chosen], self.rows[positions[chosen], 0], best
 
 
-def vector_file(con: sqlite3.Connection, index: Path, generation: str, dim: int) -> VectorFile:
-    """The vectors of `generation`, mapped from their files, written first if missing."""
+def vector_file(
+    con: sqlite3.Connection, index: Path, generation: str, dim: int, *, rewrite: bool = False
+) -> VectorFile:
+    """The vectors of `generation`, mapped from their files; written first if missing, if
+    they do not fit the index (`fits`), or on request (`rewrite`: a search caught them lying)."""
     vectors, rows = _paths(index, generation)
-    if not (vectors.exists() and rows.exists()):
-        try:
-            write_vector_file(con, index, generation, dim)
-        except OSError:  # a folder we may not write in: keep this process's copy in memory
-            return _read_rows(con, index, np.empty((_count(con), dim), np.float32))
+    found = None if rewrite else _mapped(vectors, rows)
+    if found is not None and fits(con, found, dim):
+        return found
+    try:
+        write_vector_file(con, index, generation, dim)
+    except OSError:  # a folder we may not write in: keep this process's copy in memory
+        return _read_rows(con, index, np.empty((_count(con), dim), np.float32))
     return VectorFile(np.load(vectors, mmap_mode="r"), np.load(rows, mmap_mode="r"))
+
+
+def _mapped(vectors: Path, rows: Path) -> VectorFile | None:
+    """Both files mapped, or None if either is missing or is no .npy file at all."""
+    try:
+        return VectorFile(np.load(vectors, mmap_mode="r"), np.load(rows, mmap_mode="r"))
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def fits(con: sqlite3.Connection, found: VectorFile, dim: int) -> bool:
+    """True when the files have this index's shape: one float32 row of `dim` per chunk, and
+    in each access partition as many rows as the index counts there (table `parts`).
+
+    One pass over the rows' partition column: it catches another index's files and most
+    edits. The files still never decide who reads what: `SQLiteStore.search` checks every
+    hit against the chunk's own tenant and groups in the index.
+    """
+    counts = dict(con.execute("SELECT id, n_chunks FROM parts WHERE n_chunks > 0").fetchall())
+    n = sum(counts.values())
+    matrix, rows = found.matrix, found.rows
+    if matrix.dtype != np.float32 or matrix.shape != (n, dim):
+        return False
+    if rows.dtype != np.int64 or rows.shape != (n, 2):
+        return False
+    parts, sizes = np.unique(rows[:, 1], return_counts=True)
+    return dict(zip(parts.tolist(), sizes.tolist(), strict=True)) == counts
 
 
 def write_vector_file(con: sqlite3.Connection, index: Path, generation: str, dim: int) -> None:

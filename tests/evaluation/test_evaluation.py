@@ -494,6 +494,39 @@ def test_answered_with_relevant_citation_needs_an_answer_citing_a_relevant_docum
     assert "answered_with_relevant_citation    0.500" in format_table(report)
 
 
+def test_answered_with_key_fact_needs_a_relevant_citation_and_the_fact_in_the_text():
+    def ask(q: Question) -> Answer:
+        cited = "x" if q.id == "q4" else "a"
+        return Answer(
+            {"q1": "Ribbon out: replace the ribbon [1].", "q2": "Ribbon out [1]."}.get(
+                q.id, "Replace the ribbon [1]."
+            ),
+            citations=(Citation(1, _hit(cited)),),
+            retrieved=(_hit(cited),),
+        )
+
+    fact = ("ribbon out", "replace the ribbon")
+    questions = [
+        Question("q1", "?", relevant_docs=("a",), answerable=True, must_contain=fact),
+        Question(
+            "q2", "?", relevant_docs=("a",), answerable=True, must_contain=fact
+        ),  # fix dropped
+        Question("q3", "?", relevant_docs=("a",), answerable=True),  # no key fact: not counted
+        Question("q4", "?", relevant_docs=("a",), answerable=True, must_contain=("replace",)),
+    ]
+    report = evaluate(questions, search=lambda q, d: [_hit("a")], answer=ask)
+    assert [r.key_fact for r in report.per_question] == [True, False, None, False]  # q4: wrong doc
+    assert report.answered_with_key_fact == pytest.approx(1 / 3)
+    assert re.search(r"^answered_with_key_fact +0.333$", format_table(report), re.M)
+    assert report.as_dict()["answered_with_key_fact"] == pytest.approx(1 / 3)
+
+
+def test_without_key_facts_answered_with_key_fact_is_undefined(report):
+    assert (
+        report.answered_with_key_fact is None and report.as_dict()["answered_with_key_fact"] is None
+    )
+
+
 def test_an_answer_citing_only_other_documents_is_not_answered_with_a_relevant_citation():
     question = Question("q1", "?", relevant_docs=("a",), answerable=True)
     wrong = Answer("No [1].", citations=(Citation(1, _hit("x")),), retrieved=(_hit("x"),))
@@ -618,6 +651,7 @@ def test_retrieval_only_generates_no_answer_and_reports_no_answer_metrics():
     for key in evaluation.ANSWER_METRICS:
         assert key not in d and key not in format_table(report)
     assert "answered_with_relevant_citation" in evaluation.ANSWER_METRICS
+    assert "answered_with_key_fact" in evaluation.ANSWER_METRICS
     # Retrieval figures are the same as with answers; leaks are those of the search alone.
     with_answers = evaluate(QUESTIONS, search=_search, answer=_answer, k=2, retriever="bm25")
     for key in ("recall@k", "mrr", "ndcg@10", "hit_rate@k", "recall@k_by_kind"):
