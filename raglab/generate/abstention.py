@@ -427,7 +427,9 @@ class CurvePoint:
     `answered`: the share of all questions answered; `precision`: the share of answers
     that are right (None when nothing is answered); `answered_correctly`: the share of the
     answerable questions answered right; `abstention_on_unanswerable`: the share of the
-    unanswerable ones refused (None when there are none).
+    unanswerable ones refused (None when there are none); `false_abstention`: the share of
+    the answerable questions refused (None when there are none). A good rule sits where
+    `false_abstention` is low and `abstention_on_unanswerable` high.
     """
 
     threshold: float
@@ -435,6 +437,7 @@ class CurvePoint:
     precision: float | None
     answered_correctly: float
     abstention_on_unanswerable: float | None
+    false_abstention: float | None
 
 
 def precision_abstention_curve(
@@ -447,6 +450,8 @@ def precision_abstention_curve(
     >>> examples = [Example("a", f(0.9), True, True), Example("b", f(0.4), False, False)]
     >>> [(p.threshold, p.answered, p.precision) for p in precision_abstention_curve(examples, rule, [0.1, 0.5])]
     [(0.1, 1.0, 0.5), (0.5, 0.5, 1.0)]
+    >>> [(p.false_abstention, p.abstention_on_unanswerable) for p in precision_abstention_curve(examples, rule, [0.1, 0.5, 1.0])]
+    [(0.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
     """
     if not examples:
         raise ValueError("precision_abstention_curve needs at least one example")
@@ -460,6 +465,7 @@ def precision_abstention_curve(
         answered = [e for p, e in scored if p >= t]
         right = sum(e.correct for e in answered)
         refused = sum(not e.answerable for p, e in scored if p < t)
+        refused_answerable = sum(e.answerable for p, e in scored if p < t)
         points.append(
             CurvePoint(
                 threshold=t,
@@ -467,6 +473,7 @@ def precision_abstention_curve(
                 precision=right / len(answered) if answered else None,
                 answered_correctly=right / n_answerable if n_answerable else 0.0,
                 abstention_on_unanswerable=refused / n_unanswerable if n_unanswerable else None,
+                false_abstention=refused_answerable / n_answerable if n_answerable else None,
             )
         )
     return points
