@@ -67,7 +67,7 @@ PUBLIC = {
     "query": ("METHODS", "Retriever"),
     "generate.prompting": ("ABSTENTION", "Prompt", "build_prompt"),
     "retrieve.query_expansion": ("QueryExpansion", "feedback_terms"),
-    "records": ("Answer", "Chunk", "Citation", "Document", "Hit", "Principal"),
+    "records": ("Answer", "Chunk", "Citation", "Confidence", "Document", "Hit", "Principal"),
     "samples": ("sample_corpus", "sample_questions"),
     "store.sqlite_store": ("SQLiteStore",),
     "store.errors": ("DimensionMismatch", "EmbedderMismatch", "StoreError"),

@@ -29,7 +29,7 @@ from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
 from raglab.query import FitCache, Retriever
-from raglab.records import Answer, Hit, Principal
+from raglab.records import Answer, Confidence, Hit, Principal
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
@@ -336,7 +336,12 @@ def answer_from(
     answered exactly as `ask` answers.
     """
     prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
-    text = generator.generate(prompt)
+    confidence = None
+    if isinstance(generator, ExtractiveGenerator):  # it says how sure it is
+        decision = generator.decide(prompt)
+        text, confidence = decision.text, Confidence(decision.level, decision.probability)
+    else:
+        text = generator.generate(prompt)
     report = verify_citations(text, prompt.sources)
     return Answer(
         text=text,
@@ -344,4 +349,5 @@ def answer_from(
         retrieved=prompt.sources,
         abstained=is_abstention(text),
         invalid_citations=report.invalid,
+        confidence=confidence,
     )

@@ -141,6 +141,29 @@ class Citation:
     hit: Hit
 
 
+CONFIDENCE_LEVELS = ("sure", "cautious", "abstained")
+"""How sure an answerer is: it answers, answers with a stated caution, or declines."""
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    """How sure the answerer is that its answer is right.
+
+    `probability`: its calibrated estimate (`raglab.generate.abstention`); `level`: what it
+    did with it, one of CONFIDENCE_LEVELS. A "cautious" answer quotes the sources but says
+    they may not answer the question: the evidence was weak.
+    """
+
+    level: str
+    probability: float
+
+    def __post_init__(self) -> None:
+        if self.level not in CONFIDENCE_LEVELS:
+            raise ValueError(
+                f"level must be one of {', '.join(CONFIDENCE_LEVELS)} (got {self.level!r})"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What the query path returns: the text, its verified citations, and what was retrieved.
@@ -149,6 +172,8 @@ class Answer:
     `retrieved` lists every hit that reached the prompt, in prompt order: source `[n]`
     is `retrieved[n - 1]`. `invalid_citations` lists any `[n]` in the text that does not
     point at a retrieved source: such an answer is flagged, never passed off as valid.
+    `confidence`: how sure the answerer is (None from a generator that does not say, such
+    as a language model).
     """
 
     text: str
@@ -156,6 +181,7 @@ class Answer:
     retrieved: tuple[Hit, ...] = ()
     abstained: bool = False
     invalid_citations: tuple[int, ...] = ()
+    confidence: Confidence | None = None
 
     @property
     def verified(self) -> bool:

@@ -2,7 +2,8 @@
 
 The JSON object's fields are a contract other programs rely on: `answer`, `abstained`,
 `citations` and `retrieved` (each `{"n", "doc_id", "start", "end", "score"}`, where `n` is
-the answer's [n] marker), `verified` and `invalid_citations`.
+the answer's [n] marker), `verified` and `invalid_citations`; and `confidence`
+(`{"level", "probability"}`, or null from a generator that does not say how sure it is).
 """
 
 from __future__ import annotations
@@ -33,12 +34,25 @@ def answer_as_dict(answer: Answer) -> dict[str, Any]:
         "verified": answer.verified,
         "citations": [hit_as_dict(c.n, c.hit) for c in answer.citations],
         "invalid_citations": list(answer.invalid_citations),
+        "confidence": confidence_as_dict(answer),
         "retrieved": [hit_as_dict(n, hit) for n, hit in enumerate(answer.retrieved, start=1)],
+    }
+
+
+def confidence_as_dict(answer: Answer) -> dict[str, Any] | None:
+    if answer.confidence is None:
+        return None
+    return {
+        "level": answer.confidence.level,
+        "probability": round(answer.confidence.probability, 3),
     }
 
 
 def format_answer(answer: Answer) -> str:
     lines = [answer.text, ""]
+    if answer.confidence is not None and not answer.abstained:
+        c = answer.confidence
+        lines.append(f"Confidence: {c.level} ({c.probability:.0%} likely to answer the question)")
     if answer.citations:
         lines.append("Sources:")
         for citation in answer.citations:

@@ -6,7 +6,12 @@ questions are split in two (`split_questions`): the rule is fitted on one half
 
 `collect_examples` asks every question through an index, exactly as `raglab.ask` does, and
 records what the rule sees (`AnswerFeatures`) and whether the answer the answerer would
-give is right: it cites a document the question lists as relevant.
+give is right: it cites a document the question lists as relevant and, when the question
+names its key fact (`must_contain`), its quotes hold that fact.
+
+A rule fitted on one corpus learns that corpus's scores. So `scripts/fit_abstention.py`
+fits on several corpora at once and judges each one with the rule fitted on the others
+(leave one corpus out): the figure a learner's own documents can expect.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from raglab.evaluation.metrics import holds_key_fact
 from raglab.evaluation.runner import Question
 from raglab.generate.abstention import FEATURES, AbstentionRule, Example, profile_of
 from raglab.generate.prompting import build_prompt
@@ -76,6 +82,7 @@ def collect_examples(
         generator = replace(answerer, embedder=embedder, rule=rule)
         decision = generator.decide(prompt)
         cited = {prompt.sources[e.n - 1].chunk.doc_id for e in decision.chosen}
-        correct = q.answerable and bool(cited & set(q.relevant_docs))
+        has_fact = not q.must_contain or holds_key_fact(decision.draft, q.must_contain)
+        correct = q.answerable and bool(cited & set(q.relevant_docs)) and has_fact
         examples.append(Example(q.id, decision.features, q.answerable, correct))
     return examples

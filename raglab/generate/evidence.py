@@ -4,7 +4,8 @@ The second step of the extractive answerer: every candidate sentence (`raglab.in
 gets two scores against the question, and a blend of them.
 
 - `support` (words): the idf-weighted share of the question's content stems the sentence
-  contains; a stem found only in its heading or document title counts half. Exact and
+  contains; a stem found only in its heading or document title counts half, and a code or
+  number the question names ("E-4417", "CHK-408") counts IDENTIFIER_WEIGHT times. Exact and
   explainable, but blind to paraphrase: "vacation days" never meets "annual leave".
 - `similarity` (meaning): the cosine of the question's and the sentence's vectors, made
   by the index's own embedder. With MiniLM it sees that "vacation" means "annual leave";
@@ -33,6 +34,31 @@ __all__ = ["Evidence", "score_evidence"]
 
 
 # --- words and stems ---------------------------------------------------------------------
+
+
+IDENTIFIER_WEIGHT = 3.0
+"""How much more a question word with a digit in it weighs ("E-4417", "CHK-408", "2025").
+A code names one thing, and the sentence that names it is about it: the table row of
+E-4417 must outweigh an introduction that restates two or three of the question's
+setting words ("The ward desk printer shows a code")."""
+
+
+def is_identifier(stem_: str) -> bool:
+    """A word with a digit in it: a code, a version or a number.
+
+    >>> is_identifier("4417"), is_identifier("printer")
+    (True, False)
+    """
+    return any(c.isdigit() for c in stem_)
+
+
+def question_weights(wanted: frozenset[str], df: Counter[str], n: int) -> dict[str, float]:
+    """Each question stem's weight: its `smooth_idf` over the `n` candidate sentences,
+    times IDENTIFIER_WEIGHT for a code or number. Sorted, so sums add in one order."""
+    return {
+        t: smooth_idf(df[t], n) * (IDENTIFIER_WEIGHT if is_identifier(t) else 1.0)
+        for t in sorted(wanted)
+    }
 
 
 def smooth_idf(df: int, n: int) -> float:
@@ -70,6 +96,7 @@ class Evidence:
     stems of `about` not already in it. `matched` / `matched_context`: the question stems found in each.
     `support` in [0, 1]: word support; `similarity` in [-1, 1]: the cosine with the
     question (0.0 without an embedder); `score`: the blend used to rank (see the module).
+    `unit`: the paragraph, row or list item it belongs to (`Sentence.unit`).
     """
 
     n: int
@@ -83,6 +110,7 @@ class Evidence:
     support: float = 0.0
     similarity: float = 0.0
     score: float = 0.0
+    unit: int = field(default=-1, repr=False)
 
 
 def word_support(
@@ -138,6 +166,7 @@ def embed_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     if missing:
         if len(_VECTORS) + len(missing) > CACHE_SIZE:
             _VECTORS.clear()
+            missing = sorted(set(texts))  # subtle: the ones we had are gone too
         for text, vector in zip(missing, embedder.embed(missing).astype(np.float64)):
             _VECTORS[(embedder.version, text)] = vector
     return np.array([_VECTORS[(embedder.version, t)] for t in texts])
@@ -171,7 +200,7 @@ def score_evidence(
     stems = [content_stems(s.text) for s in sentences]
     contexts = [content_stems(s.context) - own for s, own in zip(sentences, stems)]
     df = Counter(t for own in stems for t in own & wanted)  # sentences holding each stem
-    idf = {t: smooth_idf(df[t], len(stems)) for t in sorted(wanted)}
+    idf = question_weights(wanted, df, len(stems))
     total_idf = sum(idf.values())
     cosines = similarities(question, [embedded_text(s) for s in sentences], embedder)
     weight = 0.0 if embedder is None else SEMANTIC_WEIGHT
@@ -193,6 +222,7 @@ def score_evidence(
                 support,
                 similarity,
                 score,
+                s.unit,
             )
         )
     return sorted(scored, key=lambda e: (-e.score, e.n, e.position))

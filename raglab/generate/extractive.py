@@ -17,6 +17,7 @@ Four steps, one module each:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -35,6 +36,7 @@ from raglab.generate.prompting import ABSTENTION, Prompt
 from raglab.ingest.sentences import (
     candidate_sentences,
     looks_like_instruction,
+    split_sentences,
     table_sentences,
     text_units,
 )
@@ -72,22 +74,48 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / union if union else 0.0
 
 
+def window(best: Evidence, ranked: Sequence[Evidence], room: int) -> list[Evidence]:
+    """`best` and the neighbours in its paragraph that add a question word it lacks.
+
+    A fact often spans two sentences: "CHK-408: checkout timed out ... Fixed in web shop
+    4.12.1." The question's "CHK-408" picks the first; its "fixed" is in the next. So
+    the sentence before and the one after (same paragraph) join, nearest first, while
+    each holds a question word the window does not have yet, up to `room` sentences.
+    """
+    by_position = {e.position: e for e in ranked if e.unit == best.unit and e.n == best.n}
+    picked = [best]
+    have = set(best.matched)
+    first = last = best.position
+    while len(picked) < room:
+        step = [e for p in (first - 1, last + 1) if (e := by_position.get(p)) is not None]
+        adding = [e for e in step if set(e.matched) - have]
+        if not adding:
+            return picked
+        e = adding[0]
+        picked.append(e)
+        have |= set(e.matched)
+        first, last = min(first, e.position), max(last, e.position)
+    return picked
+
+
 def choose(ranked: Sequence[Evidence], max_sentences: int) -> list[Evidence]:
     """Up to `max_sentences` of `ranked` (best first), in reading order: no duplicates, no padding.
 
-    A sentence after the first needs SECONDARY_RATIO of the best one's score and of its word
-    support (a neighbouring table row, "Code: E-317; Meaning: ...", reads like the answer
-    but names another code), and must not repeat a sentence already chosen. The answer reads in source order (source number,
-    then position), so detail from one source stays together and reads as written.
+    The best sentence comes with the neighbours that complete it (`window`). A sentence
+    from elsewhere needs SECONDARY_RATIO of the best one's score and of its word support
+    (a neighbouring table row, "Code: E-317; Meaning: ...", reads like the answer but
+    names another code), and must not repeat a sentence already chosen. The answer reads
+    in source order (source number, then position), so detail from one source stays
+    together and reads as written.
     """
     best = ranked[0]
-    picked = [best]
+    picked = window(best, ranked, max_sentences)
     for e in ranked[1:]:
-        if len(picked) == max_sentences:
+        if len(picked) >= max_sentences:
             break
         if e.score < SECONDARY_RATIO * best.score:
             break  # ranked is best first: nothing after this one clears the bar either
-        if e.support < SECONDARY_RATIO * best.support:
+        if e.support < SECONDARY_RATIO * best.support or e in picked:
             continue
         if any(jaccard(e.stems, p.stems) >= DUPLICATE_JACCARD for p in picked):
             continue
@@ -98,13 +126,55 @@ def choose(ranked: Sequence[Evidence], max_sentences: int) -> list[Evidence]:
 def cite(e: Evidence) -> str:
     """The sentence with its marker before the final stop: "Leave is 25 days [1]."
 
+    A table row or list item quoted whole may hold several sentences: each gets the
+    marker, so every sentence of the answer says where it comes from.
+
     >>> cite(Evidence(2, 0, "Leave is 25 days.", frozenset()))
     'Leave is 25 days [2].'
+    >>> cite(Evidence(1, 0, "Fix: Replace the ribbon. Keep spares.", frozenset()))
+    'Fix: Replace the ribbon [1]. Keep spares [1].'
     """
-    body = e.text.rstrip()
+    return " ".join(_cite_one(part, e.n) for part in split_sentences(e.text))
+
+
+def _cite_one(sentence: str, n: int) -> str:
+    body = sentence.rstrip()
     end = body[-1] if body[-1] in ".!?" else "."
     body = body.rstrip(".!?:;, ")
-    return f"{body} [{e.n}]{end}"
+    return f"{body} [{n}]{end}"
+
+
+CAUTION = "The sources mention {} but may not answer this question."
+"""The first line of a cautious answer (`AbstentionRule.level`): what the quotes are about,
+and that they may not be the answer. It claims nothing about the facts, so the faithfulness
+check passes over it (`without_caution`)."""
+
+_CAUTION_LINE = re.compile(r"^The sources mention .{0,500}? but may not answer this question\.\n")
+
+
+def caution(question: str, chosen: Sequence[Evidence]) -> str:
+    """The caution line for `chosen`: the question's words they mention, as asked.
+
+    >>> caution("Warranty on GripLite valves?", [Evidence(1, 0, "", frozenset({"griplit", "valv"}))])
+    'The sources mention GripLite and valves but may not answer this question.'
+    """
+    held = frozenset().union(*(e.stems | e.context for e in chosen))
+    words = [w for w in dict.fromkeys(_WORD.findall(question)) if stem(w.lower()) in held]
+    words = [w for w in words if w.lower() not in STOPWORDS]
+    said = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+    return CAUTION.format(said or "related things")
+
+
+def without_caution(answer: str) -> str:
+    """`answer` without its caution line, if it opens with one.
+
+    >>> without_caution("The sources mention leave but may not answer this question.\\nLeave is 25 days [1].")
+    'Leave is 25 days [1].'
+    """
+    return _CAUTION_LINE.sub("", answer, count=1)
+
+
+_WORD = re.compile(r"[\w][\w'-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +182,9 @@ class Decision:
     """Why the answerer said what it said: every scored sentence, the chosen ones, the
     features the rule saw, its probability, and the answer (or ABSTENTION).
 
-    `draft` is the answer it would give if it answered (empty without evidence): a
-    notebook can show both sides of the threshold.
+    `level`: "sure", "cautious" (the answer opens with `CAUTION`) or "abstained"
+    (`AbstentionRule.level`). `draft` is the answer it would give if it answered (empty
+    without evidence): a notebook can show both sides of the threshold.
     """
 
     ranked: tuple[Evidence, ...]
@@ -123,6 +194,7 @@ class Decision:
     answered: bool
     draft: str
     text: str
+    level: str = "sure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,14 +264,21 @@ class ExtractiveGenerator:
         )
         probability = self._rule.probability(features)
         draft = " ".join(cite(e) for e in chosen)
-        answered = (
+        possible = (
             bool(ranked)
             and bool(content_stems(prompt.question))
-            and probability >= self._rule.threshold
             and features.best_support >= self.min_support
         )
-        text = draft if answered else ABSTENTION
-        return Decision(tuple(ranked), tuple(chosen), features, probability, answered, draft, text)
+        level = self._rule.level(probability) if possible else "abstained"
+        text = {
+            "sure": draft,
+            "cautious": f"{caution(prompt.question, chosen)}\n{draft}",
+            "abstained": ABSTENTION,
+        }[level]
+        answered = level != "abstained"
+        return Decision(
+            tuple(ranked), tuple(chosen), features, probability, answered, draft, text, level
+        )
 
     def generate(self, prompt: Prompt) -> str:
         return self.decide(prompt).text

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raglab.generate.citations import parse_citations
+from raglab.generate.extractive import without_caution
 from raglab.generate.generation import is_abstention
 from raglab.ingest.markers import without_markers
 from raglab.ingest.stems import content_stems
@@ -184,6 +185,7 @@ def check_faithfulness(
     min_coverage = check_number("min_coverage", min_coverage, minimum=0, maximum=1)
     if is_abstention(answer):
         return FaithfulnessReport(())
+    answer = without_caution(answer)  # a cautious answer's first line claims no fact
     facts = [SourceFacts.of(hit) for hit in sources]
     return FaithfulnessReport(
         tuple(check_sentence(s, facts, min_coverage) for s in answer_sentences(answer))

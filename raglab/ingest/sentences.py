@@ -46,10 +46,16 @@ MIN_WORDS = 3
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """A paragraph, list item or table row of prose, and the heading it sits under."""
+    """A paragraph, list item or table row of prose, and the heading it sits under.
+
+    `whole`: a table row or list item, one fact however many sentences it holds ("E-4417;
+    Ribbon out; Replace the ribbon cassette. Keep spares in the drawer."): quoted whole,
+    never cut between its code and its fix.
+    """
 
     text: str
     heading: str = ""
+    whole: bool = False
 
 
 def text_units(text: str, heading: str = "") -> list[Unit]:
@@ -62,42 +68,46 @@ def text_units(text: str, heading: str = "") -> list[Unit]:
 
     >>> text = "# Leave\\nYou get 25\\ndays.\\n\\n| Type | Weeks |\\n|---|---|\\n| Parental | 20 |"
     >>> for u in text_units(text):
-    ...     print(repr(u.heading), u.text)
-    'Leave' You get 25 days.
-    'Leave' Type: Parental; Weeks: 20.
+    ...     print(repr(u.heading), u.text, u.whole)
+    'Leave' You get 25 days. False
+    'Leave' Type: Parental; Weeks: 20. True
     """
     units: list[Unit] = []
     lines: list[str] = []  # the paragraph or list item being built
+    item = False  # whether `lines` is a list item
     rows: list[list[str]] = []  # the table being built
     for md in markdown_lines(text):  # each line, classified: heading, fence, code or text
         line = md.text
         if rows and not _TABLE_ROW.match(line):
-            units += [Unit(row, heading) for row in table_sentences(rows)]
+            units += [Unit(row, heading, whole=True) for row in table_sentences(rows)]
             rows = []
         if md.kind in ("fence", "code"):
-            lines = _close(lines, heading, units)
+            lines = _close(lines, heading, units, item)
         elif md.kind == "heading":
-            lines = _close(lines, heading, units)
+            lines = _close(lines, heading, units, item)
             heading = clean_inline(md.title)
         elif _TABLE_ROW.match(line):
-            lines = _close(lines, heading, units)
+            lines = _close(lines, heading, units, item)
             rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
         elif not line.strip() or _RULE.match(line):
-            lines = _close(lines, heading, units)
+            lines = _close(lines, heading, units, item)
         else:
             if _LIST_ITEM.match(line):
-                lines = _close(lines, heading, units)
+                lines = _close(lines, heading, units, item)
                 line = _LIST_ITEM.sub("", line, count=1)
+                item = True
+            elif not lines:
+                item = False
             lines.append(_QUOTE.sub("", line, count=1).strip())
-    _close(lines, heading, units)
-    units += [Unit(row, heading) for row in table_sentences(rows)]
+    _close(lines, heading, units, item)
+    units += [Unit(row, heading, whole=True) for row in table_sentences(rows)]
     return units
 
 
-def _close(lines: list[str], heading: str, units: list[Unit]) -> list[str]:
+def _close(lines: list[str], heading: str, units: list[Unit], item: bool) -> list[str]:
     """Add the unit being built (if any) to `units`; return a fresh empty one."""
     if lines:
-        units.append(Unit(" ".join(lines), heading))
+        units.append(Unit(" ".join(lines), heading, whole=item))
     return []
 
 
@@ -159,12 +169,35 @@ class Sentence:
     `position` counts the quotable sentences of all sources in reading order (a tie
     breaker). `context` is the document title and the heading the sentence sits under:
     under "Password rules", "At least 14 characters." is about passwords without saying so.
+    `unit` numbers the paragraph, row or list item it belongs to, over all sources: two
+    sentences with the same `unit` are neighbours in one paragraph. A table row or list
+    item is one sentence, however many it holds (`Unit.whole`).
     """
 
     n: int
     position: int
     text: str
     context: str = ""
+    unit: int = -1
+
+
+def numbered_heading(heading: str, chunk_text: str) -> str:
+    """The heading to quote before each sentence under it: one that holds a number ("3.3.2
+    (3 March 2025)", "2025 holidays") and stands in the chunk itself; else "".
+
+    Under a numbered heading the number is part of every fact below it: "Fixed LIB-815:
+    the login loop." answers "which version fixed it?" only with "3.3.2" before it. The
+    heading must be in the chunk's own text, so the quote is still the cited text's.
+
+    >>> numbered_heading("3.3.2 (3 March 2025)", "## 3.3.2 (3 March 2025)\\n\\n- Fixed LIB-815.")
+    '3.3.2 (3 March 2025)'
+    >>> numbered_heading("Returns", "## Returns\\n\\nWithin 30 days.")
+    ''
+    """
+    last = heading.rsplit(" > ", 1)[-1]  # a chunk's heading path ends with its own heading
+    if not any(c.isdigit() for c in last) or last not in clean_inline(chunk_text):
+        return ""
+    return last
 
 
 def candidate_sentences(sources: Sequence[Hit]) -> list[Sentence]:
@@ -180,19 +213,25 @@ def candidate_sentences(sources: Sequence[Hit]) -> list[Sentence]:
     [(1, 'Staff get 25 days.', 'Leave'), (1, 'Ask HR first.', 'Leave')]
     """
     found: list[Sentence] = []
+    units = 0  # units numbered over all sources, so a unit number names one paragraph
     for n, hit in enumerate(sources, start=1):
         chunk = hit.chunk
         # subtle: a lower-case first letter means the chunker cut inside a sentence, so the
         # first sentence of the first unit is a tail; quote it honestly, as "…tail".
         fragment = chunk.start > 0 and chunk.text[:1].islower()
         for u, unit in enumerate(text_units(chunk.text, chunk.heading)):
+            units += 1
             if looks_like_instruction(unit.text):
                 continue
             context = " ".join(part for part in (chunk.title, unit.heading) if part)
-            for s, sentence in enumerate(split_sentences(clean_inline(unit.text))):
+            text = clean_inline(unit.text)
+            label = numbered_heading(unit.heading, chunk.text)
+            for s, sentence in enumerate([text] if unit.whole else split_sentences(text)):
                 if len(sentence.split()) < MIN_WORDS or sentence.endswith("?"):
                     continue  # too short to answer anything, or a question (an FAQ's)
                 if fragment and u == 0 and s == 0:
                     sentence = "\u2026" + sentence
-                found.append(Sentence(n, len(found), sentence, context))
+                if label:
+                    sentence = f"{label}: {sentence}"
+                found.append(Sentence(n, len(found), sentence, context, units))
     return found

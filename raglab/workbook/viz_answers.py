@@ -10,7 +10,8 @@ colour. matplotlib is imported inside the functions that draw.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "plot_abstention_curve",
     "plot_budget",
     "plot_sentences",
+    "plot_transfer",
     "sentences_html",
 ]
 
@@ -118,6 +120,47 @@ def plot_abstention_curve(curve: Sequence[CurvePoint], now: CurvePoint, *, title
     )
     fig.suptitle(f"{title}\n{summary}" if title else summary, fontsize=10)
     fig.legend(loc="outside lower center", ncols=3, fontsize=8)  # below both panels: covers no line
+    return fig
+
+
+def plot_transfer(
+    curves: Mapping[str, Sequence[CurvePoint]], now: Mapping[str, CurvePoint], *, title: str = ""
+) -> Any:
+    """One rule on several corpora: abstention on unanswerable against false abstention.
+
+    `curves[name]`: `raglab.precision_abstention_curve` over a grid of thresholds on the
+    corpus `name`; `now[name]`: the same at the rule's threshold, marked. Each line is the
+    rule's whole range on one corpus (a higher threshold moves up and to the right); a rule
+    that transfers draws the same line everywhere, toward the top left corner (refuses the
+    unanswerable questions, answers the answerable ones).
+    """
+    if not curves or set(curves) != set(now):
+        raise ValueError("curves and now must name the same corpora, at least one")
+    fig, ax = _figure()
+    styles = zip(OKABE_ITO[3:] + OKABE_ITO[:3], ("-", "--", ":", "-."), ("o", "s", "^", "D"))
+    for name, (colour, style, marker) in zip(sorted(curves), itertools.cycle(styles)):
+        x = [_share(p.false_abstention) for p in curves[name]]
+        y = [_share(p.abstention_on_unanswerable) for p in curves[name]]
+        point = now[name]
+        label = (
+            f"{name}: false abstention {_share(point.false_abstention):.2f}, "
+            f"unanswerable refused {_share(point.abstention_on_unanswerable):.2f}"
+        )
+        ax.plot(x, y, color=colour, ls=style, lw=2, label=label)
+        ax.plot(
+            [_share(point.false_abstention)],
+            [_share(point.abstention_on_unanswerable)],
+            marker,
+            color=colour,
+            ms=10,
+            markeredgecolor="black",
+        )
+    ax.set_xlabel("false abstention (answerable questions refused)")
+    ax.set_ylabel("abstention on unanswerable questions")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.05)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title, fontsize=10)
     return fig
 
 

@@ -220,3 +220,43 @@ def test_split_depends_on_the_salt_not_on_the_order_of_the_file():
 def test_rule_is_a_frozen_record():
     with pytest.raises(dataclasses.FrozenInstanceError):
         support_rule().threshold = 0.1  # type: ignore[misc]
+
+
+def test_fit_rule_cautions_between_its_two_shares_of_refused_questions():
+    wrong = [i / 10 for i in range(8)]  # 0.0 ... 0.7
+    rule = fit_rule(
+        examples_by_support([0.5, 0.7, 0.8, 0.9], wrong),
+        profile="demo",
+        min_abstention=0.5,
+        sure_abstention=1.0,
+    )
+    levels = [rule.level(rule.probability(features(s))) for s in wrong]
+    assert levels.count("abstained") == 4  # half refused outright
+    assert levels.count("cautious") == 4 and "sure" not in levels  # the rest only with a caution
+
+
+def test_fit_rule_holds_its_share_on_average_over_the_corpora_not_pooled():
+    # corpus "big" has 8 unanswerable questions, easy to refuse; "small" has 2, both hard.
+    big = examples_by_support([0.9, 0.95], [0.05 * i for i in range(8)])
+    small = [Example(f"s{i}", features(s), False, False) for i, s in enumerate([0.6, 0.65])]
+    corpora = ["big"] * len(big) + ["small"] * len(small)
+    pooled = fit_rule(big + small, profile="demo", min_abstention=0.8)
+    balanced = fit_rule(big + small, profile="demo", min_abstention=0.8, corpora=corpora)
+    refused = lambda rule: [rule.level(rule.probability(e.features)) == "abstained" for e in small]  # noqa: E731
+    assert refused(pooled) == [False, False]  # 8 of 10 pooled: the small corpus is left out
+    assert any(refused(balanced))  # 0.8 on average over the two corpora reaches into it
+
+
+def test_focus_is_what_the_question_asks_beyond_the_thing_it_is_about():
+    from raglab.generate.abstention import focus
+    from raglab.generate.evidence import Evidence
+
+    valves = Evidence(
+        1,
+        0,
+        "It fits rims up to 30 mm.",
+        frozenset({"fit", "rim", "30", "mm"}),
+        context=frozenset({"griplit", "valv"}),
+    )
+    assert focus("Which rims do GripLite valves fit?", [valves], [valves]) == 1.0
+    assert focus("How long is the warranty on GripLite valves?", [valves], [valves]) == 0.0

@@ -39,7 +39,7 @@ def test_plot_budget_refuses_a_table_of_the_wrong_shape():
 
 
 def point(t: float, answered: float, precision: float | None) -> CurvePoint:
-    return CurvePoint(t, answered, precision, answered * 0.9, 1 - answered)
+    return CurvePoint(t, answered, precision, answered * 0.9, 1 - answered, 1 - answered)
 
 
 CURVE = [point(0.0, 1.0, 0.6), point(0.5, 0.5, 0.8), point(1.0, 0.0, None)]
@@ -94,3 +94,36 @@ def test_plot_sentences_draws_one_box_per_sentence_under_its_label():
     assert texts[0] == "model" and texts[-1] == "extractive"
     boxes = [t for t in fig.axes[0].texts if t.get_bbox_patch() is not None]
     assert len(boxes) == 2 and boxes[1].get_bbox_patch().get_linestyle() == "--"
+
+
+# --- one rule on several corpora ----------------------------------------------------------------
+
+
+def transfer_point(t: float, false_abstention: float, refused: float) -> CurvePoint:
+    return CurvePoint(t, 0.5, 0.8, 1 - false_abstention, refused, false_abstention)
+
+
+def test_plot_transfer_draws_one_line_per_corpus_and_marks_each_operating_point():
+    curves = {
+        "sample": [transfer_point(0.0, 0.0, 0.0), transfer_point(1.0, 1.0, 1.0)],
+        "transfer": [transfer_point(0.0, 0.0, 0.0), transfer_point(0.5, 0.4, 0.6)],
+    }
+    now = {"sample": transfer_point(0.7, 0.1, 0.9), "transfer": transfer_point(0.7, 0.4, 0.6)}
+    fig = viz_answers.plot_transfer(curves, now, title="t")
+    (ax,) = fig.axes
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_xydata().tolist() for line in lines] == [
+        [[0, 0], [1, 1]],
+        [[0, 0], [0.4, 0.6]],
+    ]
+    marks = [
+        line.get_xydata().tolist() for line in ax.get_lines() if line.get_label().startswith("_")
+    ]
+    assert marks == [[[0.1, 0.9]], [[0.4, 0.6]]]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[1] == "transfer: false abstention 0.40, unanswerable refused 0.60"
+
+
+def test_plot_transfer_refuses_corpora_without_an_operating_point():
+    with pytest.raises(ValueError, match="curves and now must name the same corpora"):
+        viz_answers.plot_transfer({"sample": [transfer_point(0, 0, 0)]}, {})
