@@ -272,5 +272,7 @@ class Retriever:
         return self.fits.get(
             tenant,
             chunks,
-            lambda: tenant_embedder(self.store, self.embedder, tenant, [c.text for c in chunks]),
+            lambda: tenant_embedder(
+                self.store, self.embedder, tenant, [c.indexed_text for c in chunks]
+            ),
         )

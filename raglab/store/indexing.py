@@ -243,7 +243,7 @@ def _fit_per_tenant(
     texts: dict[str, list[str]] = {}
     for doc_id, doc in docs.items():  # sorted by id
         chunks = sorted(split[doc_id], key=lambda chunk: chunk.index)
-        texts.setdefault(doc.tenant, []).extend(chunk.text for chunk in chunks)
+        texts.setdefault(doc.tenant, []).extend(chunk.indexed_text for chunk in chunks)
     return {
         tenant: _fit(embedder, tenant, tenant_texts)
         for tenant, tenant_texts in sorted(texts.items())
@@ -297,7 +297,7 @@ def _stored_vectors(
     for row, chunk in enumerate(store.chunks()):
         scope = chunk.tenant if fits else ""
         if not fits or scope in tenants:
-            cache.setdefault((scope, chunk.text), vectors[row])
+            cache.setdefault((scope, chunk.indexed_text), vectors[row])
     return cache
 
 
@@ -315,13 +315,13 @@ def _embed_chunks(
     to_embed: dict[str, list[int]] = {}  # tenant ("" without fits) -> rows
     for row, chunk in enumerate(chunks):
         scope = chunk.tenant if fits else ""
-        if (scope, chunk.text) in stored:
-            vectors[row] = stored[(scope, chunk.text)]
+        if (scope, chunk.indexed_text) in stored:
+            vectors[row] = stored[(scope, chunk.indexed_text)]
         else:
             to_embed.setdefault(scope, []).append(row)
     for scope, rows in to_embed.items():
         model = fits[scope] if fits else embedder
-        vectors[rows] = _embed_checked(model, [chunks[row].text for row in rows])
+        vectors[rows] = _embed_checked(model, [chunks[row].indexed_text for row in rows])
     return vectors, len(chunks) - sum(map(len, to_embed.values()))
 
 
