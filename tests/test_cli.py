@@ -208,6 +208,10 @@ def test_ask_with_docs_cuts_with_the_chunker_options():
     [
         (["--overlap", "300"], "overlap must be < size (got overlap=300, size=300)"),
         (["--overlap", "-1"], "overlap must be an integer >= 0 (got overlap=-1)"),
+        (
+            ["--chunker", "semantic", "--embedder", "lsa"],
+            "semantic chunking needs an embedder that does not learn from the chunks (got 'lsa')",
+        ),
     ],
 )
 def test_bad_chunker_options_give_one_line_error(args, message):
