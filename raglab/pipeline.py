@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from raglab.embed.embedders import Embedder
 from raglab.embed.embedders import embedder as make_embedder
+from raglab.embed.reading import sentence_embedding
 from raglab.generate.abstention import KnownStems
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
@@ -126,6 +127,8 @@ class Index:
         ) -> tuple[SyncReport, list[DocumentError]]:
             """Chunk (within the limits) and sync; returns the report and the refused files."""
             cutter = choose(recorded)
+            if cutter.kind == "semantic" and cutter.embedding is None:  # the index's own embedder
+                cutter = replace(cutter, embedding=sentence_embedding(embedder))
             documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
             return sync(store, documents, chunker=cutter, embedder=embedder), too_long
 

@@ -306,5 +306,7 @@ class Retriever:
         return self.fits.get(
             part,
             learned,
-            lambda: partition_embedder(self.store, self.embedder, part, [c.text for c in learned]),
+            lambda: partition_embedder(
+                self.store, self.embedder, part, [c.indexed_text for c in learned]
+            ),
         )

@@ -46,6 +46,10 @@ class Chunk:
     Invariant: `document.text[chunk.start:chunk.end] == chunk.text`.
     Access metadata (tenant, groups) and the document version travel with every chunk,
     so the store can filter without ever going back to the text.
+
+    `context` is empty unless the chunker was contextual (`raglab.ingest.contextual`):
+    then it is a short header about the document, which retrieval reads before the text
+    (`indexed_text`). What is quoted and cited is always `text`, never the header.
     """
 
     doc_id: str
@@ -58,11 +62,23 @@ class Chunk:
     tenant: str = DEFAULT_TENANT
     groups: tuple[str, ...] = ()
     doc_version: str = "1"
+    # Left out of the printed form: most chunks have none, and a header is long.
+    context: str = field(default="", repr=False)
 
     @property
     def id(self) -> str:
         """Stable chunk id: document id and position, e.g. `handbook/leave.md#2`."""
         return f"{self.doc_id}#{self.index}"
+
+    @property
+    def indexed_text(self) -> str:
+        """What both retrievers read (the embedder and BM25): the context header, if any,
+        then the chunk's own text.
+
+        >>> Chunk("a.md", 1, "It needs approval.", 9, 27, context="Leave policy").indexed_text
+        'Leave policy\\n\\nIt needs approval.'
+        """
+        return f"{self.context}\n\n{self.text}" if self.context else self.text
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,6 +121,10 @@ def _closes(opening: str, line: str) -> bool:
     return fence[:1] == opening[0] and len(fence) >= len(opening)
 
 
+HEADING_SEPARATOR = " > "
+"""Joins a heading path, the enclosing headings of a place in a document: "Leave > Carry-over"."""
+
+
 def markdown_lines(text: str) -> Iterator[MarkdownLine]:
     """Each line of `text`, classified: heading, code fence, code, or text.
 

@@ -215,6 +215,10 @@ def test_ask_with_docs_cuts_with_the_chunker_options():
     [
         (["--overlap", "300"], "overlap must be < size (got overlap=300, size=300)"),
         (["--overlap", "-1"], "overlap must be an integer >= 0 (got overlap=-1)"),
+        (
+            ["--chunker", "semantic", "--embedder", "lsa"],
+            "semantic chunking needs an embedder that does not learn from the chunks (got 'lsa')",
+        ),
     ],
 )
 def test_bad_chunker_options_give_one_line_error(args, message):
@@ -368,3 +372,24 @@ def test_eval_counts_a_question_answerable_only_from_a_refused_document_apart(tm
     assert report["recall@k"] == 1.0  # q1's refused document is not a retrieval miss
     assert main(argv) == 0
     assert "of which by refusal at load  " in capsys.readouterr().out
+
+
+def test_contextual_and_semantic_chunks_are_recorded_and_a_mismatch_refused(tmp_path):
+    from raglab.store.sqlite_store import SQLiteStore
+
+    index = tmp_path / "corpus.sqlite"
+    built = raglab(
+        "index", CORPUS, "--index", index, "--chunker", "semantic", "--contextual", "--json"
+    )
+    recorded = json.loads(built.stdout)["chunker"]
+    assert recorded["kind"] == "semantic" and recorded["contextual"] is True
+    with SQLiteStore.open(index) as store:
+        assert all(chunk.context for chunk in store.chunks() if chunk.title)
+    question = ("ask", "What does error E-204 mean?", "--index", index, "--tenant", "globex")
+    result = raglab(*question, "--no-contextual", check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "kind='semantic'" in line and "contextual=True" in line and "--contextual" in line
+    answer = json.loads(raglab(*question, "--contextual", "--json").stdout)
+    for cited in answer["retrieved"]:  # offsets point into the document, not the header
+        assert cited["end"] - cited["start"] > 0

@@ -107,7 +107,12 @@ def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = 
     """The Chunker the options ask for; one left out takes `recorded`'s value, else the default."""
     from raglab.ingest.chunking import Chunker
 
-    given = {"kind": args.chunker, "size": args.chunk_size, "overlap": args.overlap}
+    given = {
+        "kind": args.chunker,
+        "size": args.chunk_size,
+        "overlap": args.overlap,
+        "contextual": args.contextual,
+    }
     settings = {
         name: (recorded or {}).get(name) if value is None else value
         for name, value in given.items()
@@ -115,18 +120,18 @@ def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = 
     try:
         return Chunker(**{name: value for name, value in settings.items() if value is not None})
     except ValueError as error:
-        raise ValueError(f"--chunker/--chunk-size/--overlap: {error}") from None
+        raise ValueError(f"--chunker/--chunk-size/--overlap/--contextual: {error}") from None
 
 
 def check_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None) -> None:
     """Refuse chunker options that differ from the ones an index file was built with."""
-    if (args.chunker, args.chunk_size, args.overlap) == (None, None, None):
+    if (args.chunker, args.chunk_size, args.overlap, args.contextual) == (None,) * 4:
         return  # the index's own chunks, whatever they are
     wanted = make_chunker(args, recorded).params()
     if wanted != recorded:
         raise ValueError(
             f"index file {str(args.index)!r} was built with chunker {describe_chunker(recorded)}, "
-            f"not {describe_chunker(wanted)}: leave out --chunker/--chunk-size/--overlap, "
+            f"not {describe_chunker(wanted)}: leave out --chunker/--chunk-size/--overlap/--contextual, "
             f"or rebuild it with `raglab index DIR --index {args.index}` and these options"
         )
 
@@ -135,7 +140,8 @@ def describe_chunker(params: Mapping[str, object] | None) -> str:
     if not params:
         return "(none recorded)"
     names = ("kind", "size", "overlap", "version")
-    return ", ".join(f"{name}={params.get(name)!r}" for name in names)
+    described = ", ".join(f"{name}={params.get(name)!r}" for name in names)
+    return described + (", contextual=True" if params.get("contextual") else "")
 
 
 def warn_load_errors(errors: Iterable[DocumentError]) -> None:

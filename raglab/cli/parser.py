@@ -189,15 +189,24 @@ def store_options(sub: argparse.ArgumentParser) -> None:
 
 
 def chunker_options(sub: argparse.ArgumentParser) -> None:
-    """--chunker, --chunk-size, --overlap; one left out takes the index's own, else the default."""
-    from raglab.ingest.chunking import CUTTERS, Chunker
+    """--chunker, --chunk-size, --overlap, --contextual; one left out takes the index's own,
+    else the default."""
+    from raglab.ingest.chunking import KINDS, Chunker
 
     default = Chunker()
     sub.add_argument(
         "--chunker",
-        choices=tuple(CUTTERS),
+        choices=KINDS,
         default=None,
-        help=f"how to cut documents (default {default.kind}; an index keeps its own)",
+        help=f"how to cut documents (default {default.kind}; an index keeps its own); "
+        "semantic: where neighbouring sentences' embeddings diverge",
+    )
+    sub.add_argument(
+        "--contextual",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="index each chunk with a header (title, heading path, the document's first "
+        "sentence); quoted and cited text stays the chunk's own (default off)",
     )
     sub.add_argument(
         "--chunk-size",

@@ -1,4 +1,4 @@
-"""Cut documents into chunks: the seed's character windows, then structure-aware chunks.
+"""Cut documents into chunks: the seed's character windows, structure-aware and semantic chunks.
 
 Two tools live here:
 
@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from raglab.ingest.contextual import with_context
+from raglab.ingest.semantic import PERCENTILE, WINDOW, SentenceEmbedding, adjacent_similarities
+from raglab.ingest.semantic import boundaries as semantic_boundaries
+from raglab.ingest.sentences import sentence_spans
 from raglab.records import Chunk, Document
-from raglab.text import markdown_lines
+from raglab.text import HEADING_SEPARATOR, markdown_lines
 from raglab.validation import check_int
 
 # Bumped whenever the cutting rules change, so an index built by an older chunker is
@@ -98,8 +102,6 @@ _BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
 # just after it; the whitespace that follows is trimmed, so no visible character is lost.
 # (Written to start with one character class, which lets the regex engine skip ahead.)
 _SENTENCE_END = re.compile(r"[.!?…\n](?:(?<=\n)|[\"'”’)\]]?(?=\s))")
-
-HEADING_SEPARATOR = " > "
 
 
 def _sections(text: str) -> Iterator[tuple[int, int, str]]:
@@ -234,11 +236,83 @@ def _char_cuts(text: str, size: int, overlap: int) -> Iterator[Cut]:
             yield start, start + len(piece), piece, ""
 
 
-# The chunking strategies by name; `Chunker(kind=...)` chooses from exactly these.
+# The chunking strategies that need nothing but the text, by name.
 CUTTERS: dict[str, Callable[[str, int, int], Iterator[Cut]]] = {
     "chars": _char_cuts,
     "structure": _structure_cuts,
 }
+KINDS = (*CUTTERS, "semantic")
+"""`Chunker(kind=...)` chooses from exactly these; "semantic" also needs the embedder."""
+
+
+# ---------------------------------------------------------------------------
+# Semantic: boundaries where neighbouring sentences stop meaning the same thing
+# ---------------------------------------------------------------------------
+
+Piece = tuple[int, int, str]  # (start, end, heading): a sentence, or a window of a long one
+
+
+def _readable_pieces(
+    text: str, span: Span, size: int, overlap: int, embedding: SentenceEmbedding
+) -> list[Span]:
+    """`span` itself when it fits (`size` characters, the embedder's tokens), else cut finer:
+    character windows, each halved until the embedder reads all of it."""
+    if span[1] - span[0] <= size and embedding.fits(text[span[0] : span[1]]):
+        return [span]
+    if span[1] - span[0] > size:
+        return [
+            p
+            for w in _windows(*span, size, overlap)
+            for p in _readable_pieces(text, w, size, overlap, embedding)
+        ]
+    middle = (
+        span[0] + span[1]
+    ) // 2  # subtle: a window within `size` that still has too many tokens
+    return [
+        *_readable_pieces(text, (span[0], middle), size, 0, embedding),
+        *_readable_pieces(text, (middle, span[1]), size, 0, embedding),
+    ]
+
+
+def _sentence_pieces(
+    text: str, size: int, overlap: int, embedding: SentenceEmbedding
+) -> list[Piece]:
+    """The document's sentences (`raglab.ingest.sentences`), section by section, as pieces
+    within the size limits."""
+    return [
+        (start, end, heading)
+        for heading, s_start, s_end in split_sections(text)
+        for sentence in sentence_spans(text, s_start, s_end)
+        for start, end in _readable_pieces(text, sentence, size, overlap, embedding)
+    ]
+
+
+def semantic_cuts(
+    text: str, size: int, overlap: int, embedding: SentenceEmbedding
+) -> Iterator[Cut]:
+    """Consecutive sentences joined until the meaning changes, the section changes, or the
+    next sentence would take the chunk past `size` characters or the embedder's tokens.
+
+    Deterministic: the same embedder gives the same vectors, hence the same boundaries.
+    """
+    pieces = _sentence_pieces(text, size, overlap, embedding)
+    if not pieces:
+        return
+    vectors = embedding.embed([text[start:end] for start, end, _ in pieces])
+    gaps = set(semantic_boundaries(adjacent_similarities(vectors, WINDOW), PERCENTILE))
+    start, end, heading = pieces[0]
+    for gap, (p_start, p_end, p_heading) in enumerate(pieces[1:]):
+        joined = text[start:p_end]
+        if (
+            gap in gaps
+            or p_heading != heading
+            or p_end - start > size
+            or not embedding.fits(joined)
+        ):
+            yield start, end, text[start:end], heading
+            start, heading = p_start, p_heading
+        end = p_end
+    yield start, end, text[start:end], heading
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +326,13 @@ class Chunker:
       `size` is cut at sentence ends; a sentence longer than `size` falls back to
       character windows overlapping by `overlap`. Each chunk's `heading` is its
       section's heading path, e.g. "Leave policy > Carry-over" ("" before any heading).
+    - `kind="semantic"`: within each section, consecutive sentences joined until the
+      meaning changes (`raglab.ingest.semantic`), within `size` characters and the
+      tokens the embedder reads; needs `embedding` (`Index.from_folder` gives it).
+
+    `contextual=True` gives every chunk a context header (title, heading path, the
+    document's first sentence), which retrieval reads before the chunk's text
+    (`raglab.ingest.contextual`); the chunk's text and offsets do not change.
 
     Whitespace-only pieces are skipped, so every chunk has visible text, and chunk
     indexes run 0..n-1. Invariant: `doc.text[c.start:c.end] == c.text` for every chunk.
@@ -266,18 +347,36 @@ class Chunker:
     kind: str = "structure"
     size: int = 800
     overlap: int = 100
+    contextual: bool = False
+    # Semantic chunking's embedder: not a setting (the index records its embedder apart).
+    embedding: SentenceEmbedding | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in CUTTERS:
-            choices = ", ".join(repr(k) for k in CUTTERS)
+        if self.kind not in KINDS:
+            choices = ", ".join(repr(k) for k in KINDS)
             raise ValueError(f"kind must be one of {choices} (got kind={self.kind!r})")
+        if not isinstance(self.contextual, bool):
+            raise ValueError(f"contextual must be True or False (got {self.contextual!r})")
         size, overlap = _check_window(self.size, self.overlap)
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "overlap", overlap)
 
     def split(self, doc: Document) -> list[Chunk]:
-        """The chunks of `doc`, in order, carrying its id, title, tenant, groups and version."""
-        cuts = CUTTERS[self.kind](doc.text, self.size, self.overlap)
+        """The chunks of `doc`, in order, carrying its id, title, tenant, groups and version;
+        with `contextual`, each also carries its context header (`Chunk.context`)."""
+        chunks = self._cut(doc)
+        return with_context(doc, chunks, split_sections(doc.text)) if self.contextual else chunks
+
+    def _cut(self, doc: Document) -> list[Chunk]:
+        if self.kind != "semantic":
+            cuts = CUTTERS[self.kind](doc.text, self.size, self.overlap)
+        elif self.embedding is None:
+            raise ValueError(
+                "kind='semantic' needs the index's embedder: Chunker(kind='semantic', "
+                "embedding=SentenceEmbedding(embedder.embed)); Index.from_folder gives it"
+            )
+        else:
+            cuts = semantic_cuts(doc.text, self.size, self.overlap, self.embedding)
         return [
             Chunk(
                 doc_id=doc.id,
@@ -297,12 +396,22 @@ class Chunker:
     def params(self) -> dict[str, object]:
         """The settings that shape the chunks (JSON-safe), stored with an index.
 
+        A setting left at a value older indexes could not have (no context header, no
+        semantic boundaries) is left out, so those indexes stay current.
+
         >>> Chunker().params()
         {'kind': 'structure', 'size': 800, 'overlap': 100, 'version': 1}
+        >>> Chunker(kind="semantic", contextual=True).params()["contextual"]
+        True
         """
-        return {
+        params: dict[str, object] = {
             "kind": self.kind,
             "size": self.size,
             "overlap": self.overlap,
             "version": CHUNKER_VERSION,
         }
+        if self.kind == "semantic":
+            params.update(window=WINDOW, percentile=PERCENTILE)
+        if self.contextual:
+            params["contextual"] = True
+        return params

@@ -27,6 +27,7 @@ __all__ = [
     "candidate_sentences",
     "clean_inline",
     "looks_like_instruction",
+    "sentence_spans",
     "split_sentences",
     "table_sentences",
     "text_units",
@@ -159,7 +160,27 @@ def split_sentences(unit: str) -> list[str]:
     >>> split_sentences("Leave is 25 days. Ask HR first! e.g. today.")
     ['Leave is 25 days.', 'Ask HR first! e.g. today.']
     """
-    return [s.strip() for s in _SENTENCE_END.split(unit) if s.strip()]
+    return [unit[start:end] for start, end in sentence_spans(unit)]
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Where `split_sentences`'s sentences of `text[start:end]` are: `(start, end)` offsets
+    into `text`, each trimmed of surrounding whitespace (the semantic chunker cuts there).
+
+    >>> text = "Leave is 25 days. Ask HR first!"
+    >>> [text[s:e] for s, e in sentence_spans(text)]
+    ['Leave is 25 days.', 'Ask HR first!']
+    """
+    end = len(text) if end is None else end
+    spans, at = [], start
+    for m in [*_SENTENCE_END.finditer(text, start, end), None]:
+        stop = end if m is None else m.start()
+        piece = text[at:stop]
+        if piece.strip():
+            first = at + len(piece) - len(piece.lstrip())
+            spans.append((first, first + len(piece.strip())))
+        at = end if m is None else m.end()
+    return spans
 
 
 @dataclass(frozen=True, slots=True)

@@ -281,7 +281,7 @@ def _fit_per_partition(
         for chunk in chunks:
             by_tenant.setdefault(chunk.tenant, []).append(chunk)
     return {
-        part: _fit(embedder, part, [chunk.text for chunk in fit_chunks(chunks, part)])
+        part: _fit(embedder, part, [chunk.indexed_text for chunk in fit_chunks(chunks, part)])
         for tenant, chunks in sorted(by_tenant.items())
         for part in sorted({Partition.of(chunk) for chunk in chunks})
     }
@@ -337,7 +337,7 @@ def _stored_vectors(
             else meta["embedder_version"]
         )
         if isinstance(version, str):
-            cache.setdefault((version, chunk.text), vectors[row])
+            cache.setdefault((version, chunk.indexed_text), vectors[row])
     return cache
 
 
@@ -356,13 +356,13 @@ def _embed_chunks(
     models: dict[str, Embedder] = {}
     for row, chunk in enumerate(chunks):
         model = fits[Partition.of(chunk)] if fits else embedder
-        if (model.version, chunk.text) in stored:
-            vectors[row] = stored[(model.version, chunk.text)]
+        if (model.version, chunk.indexed_text) in stored:
+            vectors[row] = stored[(model.version, chunk.indexed_text)]
         else:
             to_embed.setdefault(model.version, []).append(row)
             models[model.version] = model
     for version, rows in to_embed.items():
-        vectors[rows] = _embed_checked(models[version], [chunks[row].text for row in rows])
+        vectors[rows] = _embed_checked(models[version], [chunks[row].indexed_text for row in rows])
     return vectors, len(chunks) - sum(map(len, to_embed.values()))
 
 

@@ -74,5 +74,5 @@ class ChunkKeywords:
             chunks = self.eligibility.chunks
             if len(self._bm25s) >= CACHE_SIZE:
                 self._bm25s.clear()
-            self._bm25s[key] = BM25().fit([chunks[r].text for r in readable.tolist()])
+            self._bm25s[key] = BM25().fit([chunks[r].indexed_text for r in readable.tolist()])
         return self._bm25s[key]

@@ -129,7 +129,7 @@ def chunk_points(
 ) -> tuple[list[Any], dict[str, float]]:
     """The points of the `added` chunks (with their vectors), and each tenant's avgdl over
     them and the points `kept` (read with `SPARSE_FIELDS`)."""
-    counted = [(chunk, vector, *term_counts(chunk.text)) for chunk, vector in added]
+    counted = [(chunk, vector, *term_counts(chunk.indexed_text)) for chunk, vector in added]
     avgdl = open_avgdl(
         [(p.payload["tenant"], p.payload["groups"], p.payload["length"]) for p in kept]
         + [(chunk.tenant, chunk.groups, length) for chunk, _, _, length in counted]

@@ -76,9 +76,9 @@ from raglab.store.writes import (
 from raglab.validation import check_int
 
 FORMAT = "raglab-index"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped whenever the points change (2: each chunk has a BM25 sparse vector; 3: and its
-content stems); an index of another version is refused."""
+content stems; 4: and its context header); an index of another version is refused."""
 
 
 class QdrantStore:

@@ -22,9 +22,10 @@ from raglab.records import Chunk, DocRecord
 from raglab.store.errors import NoSpace, StoreError
 from raglab.store.writes import StoredDocument, empty_meta
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped whenever the tables change; a file with another version is refused, not guessed at.
-2: chunk ids, access partitions and BM25 postings. 3: each partition's content stems."""
+2: chunk ids, access partitions and BM25 postings. 3: each partition's content stems.
+4: each chunk's context header (contextual chunks)."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long a reader or writer waits for another process's write to finish before giving up."""
@@ -45,7 +46,7 @@ CREATE TABLE chunks (
     doc_id TEXT NOT NULL REFERENCES documents(id), idx INTEGER NOT NULL,
     text TEXT NOT NULL, start_char INTEGER NOT NULL, end_char INTEGER NOT NULL,
     heading TEXT NOT NULL, title TEXT NOT NULL, tenant TEXT NOT NULL, groups TEXT NOT NULL,
-    doc_version TEXT NOT NULL,
+    doc_version TEXT NOT NULL, context TEXT NOT NULL,
     vector BLOB NOT NULL,  -- little-endian float32, dim * 4 bytes
     UNIQUE (doc_id, idx)
 );
@@ -116,7 +117,8 @@ def _store_error(path: Path, error: sqlite3.DatabaseError) -> StoreError:
 
 
 CHUNK_COLUMNS = (
-    "doc_id, idx, text, start_char, end_char, heading, title, tenant, groups, doc_version, vector"
+    "doc_id, idx, text, start_char, end_char, heading, title, tenant, groups, doc_version, context, "
+    "vector"
 )
 READ_COLUMNS = CHUNK_COLUMNS.removesuffix(", vector")  # what a Chunk is made of
 
@@ -124,14 +126,16 @@ READ_COLUMNS = CHUNK_COLUMNS.removesuffix(", vector")  # what a Chunk is made of
 def chunk_of(row: Sequence[Any], parsed: dict[str, tuple[str, ...]] | None = None) -> Chunk:
     """The Chunk of a row read in READ_COLUMNS (or CHUNK_COLUMNS) order.
 
-    The first eight columns are Chunk's own first eight fields. `parsed` remembers the
+    The first eight columns are Chunk's own first eight fields, then groups, doc_version
+    and context. `parsed` remembers the
     groups lists already parsed, when many rows are read at once.
     """
     parsed = {} if parsed is None else parsed
     if row[8] not in parsed:
         parsed[row[8]] = tuple(json.loads(row[8]))
     doc_id, index, text, start, end, heading, title, tenant = row[:8]
-    return Chunk(doc_id, index, text, start, end, heading, title, tenant, parsed[row[8]], row[9])
+    groups = parsed[row[8]]
+    return Chunk(doc_id, index, text, start, end, heading, title, tenant, groups, row[9], row[10])
 
 
 def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple[Any, ...]:
@@ -147,6 +151,7 @@ def chunk_row(chunk: Chunk, vector: np.ndarray) -> tuple[Any, ...]:
         chunk.tenant,
         json.dumps(list(chunk.groups)),
         chunk.doc_version,
+        chunk.context,
         vector.astype("<f4").tobytes(),
     )
 
@@ -179,7 +184,7 @@ def insert_documents(con: sqlite3.Connection, stored: Sequence[StoredDocument]) 
     pairs = [(c, v) for d in stored for c, v in zip(d.chunks, d.vectors)]
     first = 1 + con.execute("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence").fetchone()[0]
     ids = range(first, first + len(pairs))
-    marks = ", ".join("?" * 12)
+    marks = ", ".join("?" * 13)
     con.executemany(
         f"INSERT INTO chunks (id, {CHUNK_COLUMNS}) VALUES ({marks})",
         [(i, *chunk_row(chunk, vector)) for i, (chunk, vector) in zip(ids, pairs)],

@@ -276,7 +276,7 @@ class SQLiteStore(SnapshotReads):
             ids = insert_documents(self._con, stored)
             new = [c for doc in stored for c in doc.chunks]
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in new])
-            self._postings.add(ids, [c.text for c in new], parts)
+            self._postings.add(ids, [c.indexed_text for c in new], parts)
             self._stems.add(new, parts)
             self._changed = True
 
@@ -285,7 +285,7 @@ class SQLiteStore(SnapshotReads):
             rows = self._run(f"SELECT id, {READ_COLUMNS} FROM chunks WHERE doc_id = ?", (doc_id,))
             chunks = [chunk_of(row[1:]) for row in rows]
             parts = self._postings.part_ids([part_key(c.tenant, c.groups) for c in chunks])
-            self._postings.remove([r[0] for r in rows], [c.text for c in chunks], parts)
+            self._postings.remove([r[0] for r in rows], [c.indexed_text for c in chunks], parts)
             self._stems.remove(chunks, parts)
             self._run("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             self._changed = self._changed or bool(rows)

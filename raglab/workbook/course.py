@@ -61,7 +61,7 @@ def read_course(course: Path | None = COURSE) -> dict[str, CourseNotebook]:
 
     >>> course = read_course()
     >>> course["04"].name, [e["points"] for e in course["04"].exercises]
-    ('04_implement_chunking.ipynb', [2, 3])
+    ('04_implement_chunking.ipynb', [2, 3, 2])
     """
     return {} if course is None else _catalogue(Path(course).resolve())
 
@@ -70,7 +70,7 @@ def course_notebook(name: str, course: Path | None = COURSE) -> CourseNotebook |
     """The course notebook with the number of file `name`; None when the course has none.
 
     >>> [e["exercise"] for e in course_notebook("04_implement_chunking (1).ipynb").exercises]
-    ['chunk', 'split_sections']
+    ['chunk', 'split_sections', 'context_header']
     >>> course_notebook("notes.ipynb"), course_notebook("04_x.ipynb", course=None)
     (None, None)
     """

@@ -120,7 +120,10 @@ def test_chunker_defaults():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "words"}, r"kind must be one of 'chars', 'structure' \(got kind='words'\)"),
+        (
+            {"kind": "words"},
+            r"kind must be one of 'chars', 'structure', 'semantic' \(got kind='words'\)",
+        ),
         ({"size": 0}, r"size must be an integer >= 1 \(got size=0\)"),
         (
             {"size": 100, "overlap": 100},

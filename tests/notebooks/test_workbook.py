@@ -248,6 +248,7 @@ def test_progress_reads_the_learners_saved_check_outputs(tmp_path, capsys):
     verdicts = {
         "chunk": "✅ chunk: all 15 cases pass\n",
         "split_sections": "❌ split_sections: case 'x'\n",
+        "context_header": "❌ context_header: not implemented yet\n",
     }
     for cell in nb.cells:
         check = cell.metadata.get("raglab", {}).get("check")
@@ -259,6 +260,7 @@ def test_progress_reads_the_learners_saved_check_outputs(tmp_path, capsys):
     assert lines[0].split()[1:] == ["·", "understand_lifecycle", "(not", "run)"]
     assert lines[2].split()[1:] == ["✅", "chunk", "(passed)"]
     assert lines[3].split()[1:] == ["❌", "split_sections", "(not", "yet)"]
-    assert lines[-1] == "1 of 4 exercises passed, 2 of 7 points"
+    assert lines[4].split()[1:] == ["❌", "context_header", "(not", "yet)"]
+    assert lines[-1] == "1 of 5 exercises passed, 2 of 9 points"
     assert progress_command([str(tmp_path / "nowhere")]) == 1
     assert "no such folder" in capsys.readouterr().err

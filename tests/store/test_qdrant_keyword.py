@@ -233,7 +233,7 @@ def test_an_index_of_the_previous_schema_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(qdrant_store, "SCHEMA_VERSION", 1)
     qdrant_store.QdrantStore.create(tmp_path / "q", dim=DIM).close()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match="schema version 1; this raglab reads 3: rebuild"):
+    with pytest.raises(StoreError, match="schema version 1; this raglab reads 4: rebuild"):
         qdrant_store.QdrantStore.open(tmp_path / "q")
 
 

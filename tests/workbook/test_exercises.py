@@ -206,10 +206,12 @@ def test_student_notebook_has_stubs_and_no_solution(built):
     assert SOLUTION_LABEL not in text
     assert "start += size - overlap" not in text  # a line of the chunk solution
     assert "path.pop()" not in text  # a line of the split_sections solution
+    assert 'heading.startswith(title + " > ")' not in text  # a line of context_header's
     exercises = [cell for cell in student.cells if "exercise" in cell.metadata.get("raglab", {})]
     assert [cell.metadata["raglab"]["exercise"] for cell in exercises] == [
         "chunk",
         "split_sections",
+        "context_header",
     ]
     for cell in exercises:
         assert cell.source.startswith(EXERCISE_LABEL)
@@ -224,9 +226,10 @@ def test_only_exercise_and_check_cells_change(built):
     source, student = read(src / CHUNKING.name), read(dst / CHUNKING.name)
     assert [c.id for c in source.cells] == [c.id for c in student.cells]
     changed = [c.id for c, s in zip(source.cells, student.cells) if c != s]
-    assert changed == ["ex1-solution", "ex2-solution"]  # check cells carry no output already
+    # check cells carry no output already
+    assert changed == ["ex1-solution", "ex2-solution", "ex3-solution"]
     checks = [s for s in student.cells if is_check_cell(s)]
-    assert len(checks) == 2 and all(c.outputs == [] and c.execution_count is None for c in checks)
+    assert len(checks) == 3 and all(c.outputs == [] and c.execution_count is None for c in checks)
     # Hints and the other outputs are kept, e.g. the drawing of the chunks.
     assert sum("<details>" in c.source for c in student.cells) >= 6
     assert (

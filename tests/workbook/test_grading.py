@@ -66,7 +66,8 @@ def workbook(tmp_path_factory) -> Path:
     (root / "notebooks").mkdir()
     shutil.copy(COMPLETE, root / "notebooks")
     build_exercises(root / "notebooks", root / "exercises")
-    # A learner's notebook: chunk solved (its check cell deleted), split_sections untouched.
+    # A learner's notebook: chunk solved (its check cell deleted), split_sections untouched,
+    # context_header solved.
     nb = read(COMPLETE)
     cells = []
     for cell in nb.cells:
@@ -108,11 +109,13 @@ def test_every_check_passes_on_the_complete_notebook(executed):
     assert check_outputs(executed["notebooks"]) == [
         "✅ chunk: all 15 cases and 200 random texts pass\n",
         "✅ split_sections: all 9 cases and 200 random texts pass\n",
+        "✅ context_header: all 8 cases and the 11 chunks of hidden documents pass\n",
     ]
     grades = read_grades(executed["notebooks"])
     assert {exercise: passed for exercise, (passed, _) in grades.items()} == {
         "chunk": True,
         "split_sections": True,
+        "context_header": True,
     }
 
 
@@ -121,11 +124,13 @@ def test_every_check_fails_on_the_student_stub(executed):
     assert outputs == [
         "❌ chunk: not implemented yet — write your solution in the cell above\n",
         "❌ split_sections: not implemented yet — write your solution in the cell above\n",
+        "❌ context_header: not implemented yet — write your solution in the cell above\n",
     ]
     grades = read_grades(executed["exercises"])
     assert [(exercise, passed) for exercise, (passed, _) in grades.items()] == [
         ("chunk", False),
         ("split_sections", False),
+        ("context_header", False),
     ]
     assert all(message.startswith("not implemented yet") for _, message in grades.values())
 
@@ -154,10 +159,11 @@ def test_a_partial_notebook_is_graded_even_without_its_check_cell(graded_by_comm
     ]  # not a failure: "not a notebook of the course (nothing to grade)"
     assert lines[2].split()[1:6] == [NAME, "chunk", "2/2", "pass", "all"]
     assert lines[3].split()[1:6] == [NAME, "split_sections", "0/3", "FAIL", "not"]
-    assert " ".join(lines[4].split()) == "learner (total) 2/5 40% handed in 1 of 1 notebook"
-    assert lines[5] == "1 of 2 exercises pass, 2 of 5 points (1 learners)"
+    assert lines[4].split()[1:6] == [NAME, "context_header", "2/2", "pass", "all"]
+    assert " ".join(lines[5].split()) == "learner (total) 4/7 57% handed in 1 of 1 notebook"
+    assert lines[6] == "2 of 3 exercises pass, 4 of 7 points (1 learners)"
     assert lines[0].index("result") == lines[2].index("pass") == lines[3].index("FAIL")  # aligned
-    assert progress.strip().startswith("[1/1] learner: 2/5 points, handed in 1 of 1 notebook (")
+    assert progress.strip().startswith("[1/1] learner: 4/7 points, handed in 1 of 1 notebook (")
 
 
 def test_csv_has_one_row_per_learner_and_exercise(graded_by_command):
@@ -173,6 +179,7 @@ def test_csv_has_one_row_per_learner_and_exercise(graded_by_command):
         ["learner", "00_start_here.ipynb", "-", "0", "0", "false"],
         ["learner", NAME, "chunk", "2", "2", "true"],
         ["learner", NAME, "split_sections", "0", "3", "false"],
+        ["learner", NAME, "context_header", "2", "2", "true"],
     ]
 
 
@@ -205,11 +212,11 @@ def test_a_class_is_graded_in_parallel_and_a_notebook_without_exercises_is_no_fa
         "notebooks_handed_in",
         "notebooks",
     ]
-    assert out[1].split() == ["ada", "5", "5", "100.0", "2", "2", "1", "1"]
+    assert out[1].split() == ["ada", "7", "7", "100.0", "3", "3", "1", "1"]
     report = grade(submissions([root]), jobs=2, timeout=60, course=workbook / "exercises")
-    assert format_summary(report).splitlines()[1:] == [
-        "ada      5       5           100.0    2                 2          1                    1",
-        "bob      0       5           0.0      0                 2          1                    1",
+    assert [line.split() for line in format_summary(report).splitlines()[1:]] == [
+        ["ada", "7", "7", "100.0", "3", "3", "1", "1"],
+        ["bob", "0", "7", "0.0", "0", "3", "1", "1"],
     ]
 
 
@@ -310,8 +317,10 @@ def test_a_lost_course_notebook_still_counts_its_exercises_at_full_points(workbo
     assert rows == {
         ("ann", "chunk"): (False, 0, 2),
         ("ann", "split_sections"): (False, 0, 3),
+        ("ann", "context_header"): (False, 0, 2),
         ("bob", "chunk"): (False, 0, 2),
         ("bob", "split_sections"): (False, 0, 3),
+        ("bob", "context_header"): (False, 0, 2),
     }
     assert all(g.graded for g in report.grades)
     assert next(g for g in report.grades if g.learner == "ann").message.startswith(
@@ -410,7 +419,7 @@ def test_a_crash_or_an_endless_cell_costs_only_that_learner(workbook):
     report = grade(submissions([root]), timeout=10, jobs=2, course=workbook / "exercises")
     points = {learner: sum(g.points for g in report.of(learner)) for learner in report.learners()}
     # The endless cell is interrupted after 10 s and the run goes on: its exercises still count.
-    assert points == {"crash": 0, "fine": 5, "loop": 5}
+    assert points == {"crash": 0, "fine": 7, "loop": 7}
     assert {g.message for g in report.of("crash")} == {
         "the notebook could not be run (DeadKernelError: Kernel died)"
     }

@@ -34,7 +34,9 @@ from raglab.workbook.checks.audit import *  # noqa: F403 — each module lists i
 from raglab.workbook.checks.chunking import (
     check_chunk,
     check_chunk_sections,
+    check_context_header,
     check_split_sections,
+    reference_context_header,
     reference_sections,
 )
 from raglab.workbook.checks.contracts import *  # noqa: F403
@@ -74,6 +76,7 @@ REFERENCES: tuple[Callable, ...] = (
     design.reference_search_readable,  # 03
     _chunk,  # 04
     reference_sections,
+    reference_context_header,
     _cosine,  # 05
     embeddings.reference_hash_embed,
     _top_k,  # 06
@@ -147,5 +150,6 @@ __all__ = [
     "check_chunk",
     "check_chunk_sections",
     "check_split_sections",
+    "check_context_header",
     "reference_sections",
 ]

@@ -1,4 +1,5 @@
-"""Checks for notebook 04: the seed's character chunker and markdown sections."""
+"""Checks for notebook 04: the seed's character chunker, markdown sections, and the context
+header of a contextual chunk."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from collections.abc import Callable
 from itertools import zip_longest
 from typing import Any
 
+from raglab.ingest.chunking import Chunker
 from raglab.ingest.chunking import split_sections as reference_sections  # the engine's own splitter
+from raglab.ingest.contextual import context_header as reference_context_header  # noqa: F401 (hidden)
+from raglab.ingest.contextual import document_summary
+from raglab.ingest.sentences import clean_inline
+from raglab.records import Document
 from raglab.workbook.checks.core import (
     RANDOM_CASES,
     SEED,
@@ -215,8 +221,83 @@ def check_split_sections(fn: Callable[[str], list[tuple[str, int, int]]]) -> Che
 check_chunk_sections = check_split_sections  # the structure-aware exercise, by its topic
 
 
+# --- exercise 3: the context header of a contextual chunk ----------------------------------
+
+# The exercise: context_header(title, heading, summary) -> str
+# - the path: "title > heading", the title left out when the heading path already is it
+#   or starts with it followed by " > ";
+# - then the summary on a line of its own; empty parts left out (no empty lines), so no
+#   header at all is "".
+HEADER_CASES = [
+    Case(
+        "all three",
+        ("Leave", "Approval", "Staff get 25 days."),
+        {},
+        "Leave > Approval\nStaff get 25 days.",
+    ),
+    Case("nothing", ("", "", ""), {}, ""),
+    Case("title only", ("Leave", "", ""), {}, "Leave"),
+    Case("summary only", ("", "", "Staff get 25 days."), {}, "Staff get 25 days."),
+    Case("heading is the title", ("Leave", "Leave", "S."), {}, "Leave\nS."),
+    Case(
+        "heading path starts with the title",
+        ("Leave", "Leave > Approval", ""),
+        {},
+        "Leave > Approval",
+    ),
+    Case(
+        "a longer word is not the title",
+        ("Leave", "Leaves > Approval", ""),
+        {},
+        "Leave > Leaves > Approval",
+    ),
+    Case("no title", ("", "Approval", "S."), {}, "Approval\nS."),
+]
+
+# Documents the notebook never shows: the check cuts them with the engine's contextual
+# chunker and asks for each chunk's header from its title, heading and summary.
+HIDDEN_DOCUMENTS = [
+    Document(
+        id="it/vpn.md",
+        title="VPN access",
+        text="# VPN access\n\nThe VPN connects you to the office network from home.\n\n"
+        "## Setup\n\nInstall the client from the portal. Sign in with your badge number.\n\n"
+        "## Problems\n\nRestart the client first. It must be updated every month.\n",
+    ),
+    Document(
+        id="fin/claims.md",
+        title="Expense claims",
+        text="Claims are paid within ten days of approval.\n\n# Receipts\n\n"
+        "Keep every receipt. They are checked at random.\n\n### Lost receipts\n\n"
+        "Write a short note instead; it counts as a receipt.\n",
+    ),
+    Document(id="notes.txt", title="", text="Short note.\n\n# Only\n\nTwo words here, then more."),
+]
+
+
+def hidden_document_cases(size: int = 70) -> list[Case]:
+    """One case per chunk of the hidden documents: (title, heading, summary) -> the header
+    the engine's contextual chunker gave that chunk."""
+    cases = []
+    for doc in HIDDEN_DOCUMENTS:
+        summary = document_summary(doc.text)
+        for chunk in Chunker(size=size, overlap=10, contextual=True).split(doc):
+            own = "" if summary in clean_inline(chunk.text) else summary
+            name = f"hidden document {doc.id}, chunk {chunk.index}"
+            cases.append(Case(name, (doc.title, chunk.heading, own), {}, chunk.context))
+    return cases
+
+
+def check_context_header(fn: Callable[[str, str, str], str]) -> CheckResult:
+    """Check a learner's `context_header(title, heading, summary) -> str`."""
+    hidden = hidden_document_cases()
+    summary = f"all {len(HEADER_CASES)} cases and the {len(hidden)} chunks of hidden documents pass"
+    return run_cases("context_header", "context_header", fn, HEADER_CASES + hidden, equal, summary)
+
+
 # Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
 CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     "chunk": check_chunk,
     "split_sections": check_split_sections,
+    "context_header": check_context_header,
 }
