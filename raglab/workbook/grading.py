@@ -28,7 +28,7 @@ import queue
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from raglab.workbook.course import (
     course_notebook,
     graded_notebooks,
     not_handed_in,
+    number_of,
     read_course,
 )
 from raglab.workbook.exercises import (
@@ -381,13 +382,15 @@ def grade(
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
     course: Path | None = COURSE,
+    only: Collection[str] | None = None,
 ) -> GradeReport:
     """Grade every learner's notebooks, `jobs` learners at a time (default: the core count).
 
     `course`: the folder of student notebooks handed out (see `grade_notebook`); None to
     grade each notebook by what it declares alone. Every learner is graded out of the
     course's total: every exercise of every course notebook (a notebook a learner did not
-    hand in fails at its full points; one handed in twice counts its best copy).
+    hand in fails at its full points; one handed in twice counts its best copy). `only`:
+    the numbers ("04") of the course notebooks to grade out of, instead of all of them.
 
     Each notebook runs in its own kernel, so one learner's endless loop or crash costs that
     learner a failed row (a timeout, a dead kernel), never the others' grades.
@@ -397,7 +400,7 @@ def grade(
     if not isinstance(work, dict):
         work = submissions(work)
     handed_out = read_course(course)  # a malformed course stops here, before any kernel
-    numbers = graded_notebooks(handed_out)
+    numbers = [n for n in graded_notebooks(handed_out) if only is None or n in only]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
 
     def one_learner(learner: str) -> list[ExerciseGrade]:
@@ -512,12 +515,16 @@ def grade_command(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
+    # Notebooks named one by one are graded out of those notebooks; a folder (a class, a
+    # learner's whole workbook) out of the whole course.
+    named = all(path.is_file() for path in args.paths)
     report = grade(
         work,
         timeout=args.timeout,
         jobs=args.jobs,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
         course=course,
+        only={str(number_of(path.name)) for path in args.paths} if named else None,
     )
     print(format_summary(report) if args.summary else format_table(report))
     for path, write in ((args.csv, write_csv), (args.summary_csv, write_summary_csv)):

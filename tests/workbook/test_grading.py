@@ -423,3 +423,20 @@ def test_a_crash_or_an_endless_cell_costs_only_that_learner(workbook):
     assert {g.message for g in report.of("crash")} == {
         "the notebook could not be run (DeadKernelError: Kernel died)"
     }
+
+
+def test_a_notebook_named_alone_is_graded_out_of_its_own_points(workbook, tmp_path, capsys):
+    """`raglab grade 04_….ipynb` is a learner asking how they did on 04: out of 04's points.
+    The same notebook in a folder is a learner's workbook: out of the whole course."""
+    course = tmp_path / "course"
+    shutil.copytree(workbook / "exercises", course)
+    later = sorted((ROOT / "exercises").glob("05_*.ipynb"))[0]
+    shutil.copy(later, course / later.name)
+    learner = tmp_path / "ann"
+    learner.mkdir()
+    shutil.copy(workbook / "notebooks" / NAME, learner / NAME)
+
+    assert grade_command([str(learner / NAME), "--course", str(course), "--summary"]) == 0
+    assert "handed in 1 of 1 notebook (" in capsys.readouterr().err
+    assert grade_command([str(learner), "--course", str(course), "--summary"]) == 1
+    assert "handed in 1 of 2 notebooks (" in capsys.readouterr().err
