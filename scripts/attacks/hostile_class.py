@@ -22,7 +22,11 @@ CHUNKING = "04_implement_chunking.ipynb"
 START = "00_start_here.ipynb"  # no exercises: graded without starting a kernel
 SOLVED = ROOT / "notebooks" / CHUNKING
 STUB = ROOT / "exercises" / CHUNKING
-COURSE_POINTS = {"chunk": 2, "split_sections": 3}  # what the course hands out for notebook 04
+# What the course hands out for notebook 04, read from its student notebook (not a submission).
+COURSE_POINTS = {
+    e["exercise"]: e["points"]
+    for e in json.loads(STUB.read_text(encoding="utf-8"))["metadata"]["raglab"]["exercises"]
+}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: cells a spreadsheet may evaluate
 
 
@@ -96,7 +100,7 @@ def malformed_metadata(tmp: Path) -> str:
     if rows is None:
         return "FAILED: no CSV written (the whole class lost its grades)"
     good = {r["exercise"]: r["passed"] for r in rows if r["learner"] == "good"}
-    if good != {"chunk": "true", "split_sections": "true"}:
+    if good != {exercise: "true" for exercise in COURSE_POINTS}:
         return f"FAILED: the well-formed learner's grades changed: {good}"
     learners = {r["learner"] for r in rows}
     if learners != {"good", "text_points", "list_name", "wrong_types"}:
@@ -340,9 +344,11 @@ def copies_counted_twice(tmp: Path) -> str:
         return problem
     most = sum(int(r["max_points"]) for r in rows or [])
     got = sum(int(r["points"]) for r in rows or [])
-    if (got, most) != (5, 5):
+    course = sum(COURSE_POINTS.values())
+    if (got, most) != (course, course):
         return (
-            f"FAILED: three copies of notebook 04 scored {got}/{most} (the course holds 5 points)"
+            f"FAILED: three copies of notebook 04 scored {got}/{most} "
+            f"(the course holds {course} points)"
         )
     return "held"
 
