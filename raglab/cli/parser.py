@@ -69,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
         sub.add_argument("--k", type=positive_int, default=5, help=f"{k_help} (default 5)")
         sub.add_argument(
-            "--retriever", choices=METHODS, default="hybrid", help="ranking method (default hybrid)"
+            "--retriever",
+            choices=METHODS,
+            default="hybrid",
+            help="ranking method (default hybrid: dense and BM25 fused by the embedder's "
+            "default fusion, which for hashing and lsa is BM25's own order)",
         )
         sub.add_argument(
             "--embedder",
