@@ -41,6 +41,7 @@ from raglab.retrieve.vectors import normalise
 from raglab.store._qdrant_points import (
     META_ID,
     connect,
+    count,
     dense,
     field_is,
     from_payload,
@@ -75,9 +76,10 @@ from raglab.store.writes import (
 from raglab.validation import check_int
 
 FORMAT = "raglab-index"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped whenever the points change (2: each chunk has a BM25 sparse vector; 3: and its
-content stems); an index of another version is refused."""
+content stems; 4: and its term ids, its sparse vector's avgdl its access partition's, and no
+IDF modifier, raglab weighing the query itself); an index of another version is refused."""
 
 
 class QdrantStore:
@@ -200,9 +202,9 @@ class QdrantStore:
     def __len__(self) -> int:
         if not self._client.collection_exists(self._chunks_name):
             return 0
-        every = readable_filter(None, self._read_meta()["journal"])
-        count: int = self._client.count(self._chunks_name, count_filter=every, exact=True).count
-        return count
+        return count(
+            self._client, self._chunks_name, readable_filter(None, self._read_meta()["journal"])
+        )
 
     def documents(self) -> dict[str, DocRecord]:
         journal = set(self._read_meta()["journal"])
@@ -401,6 +403,8 @@ class QdrantStore:
         meta = self._read_meta()
         if doc_id in meta["journal"] or not self._client.collection_exists(self._chunks_name):
             return 0
-        of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
-        count: int = self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
-        return count
+        return count(
+            self._client,
+            self._chunks_name,
+            qdrant().models.Filter(must=[field_is("doc_id", doc_id)]),
+        )
