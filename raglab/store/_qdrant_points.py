@@ -147,23 +147,25 @@ def readable_filter(principal: Principal | None, hidden: Sequence[str] = ()) -> 
 
 
 def create_chunk_collection(client: Any, name: str, dim: int | None) -> None:
-    """The chunks' collection (if missing): a unit vector and a BM25 sparse vector a point."""
-    if client.collection_exists(name):
-        return
+    """The chunks' collection (if missing): a unit vector and a BM25 sparse vector a point;
+    and its payload indexes (those missing: a crash may have come between the two)."""
     models = qdrant().models
-    # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
-    # otherwise re-normalise the vectors it stores (the bits would differ from ours).
-    config = models.VectorParams(size=dim, distance=models.Distance.DOT)
-    # No IDF modifier: raglab weighs the query by idf itself, counted under the asker's
-    # access filter (`raglab.store.qdrant_search`), never by the server's statistics.
-    sparse = {SPARSE_NAME: models.SparseVectorParams()}
-    client.create_collection(name, vectors_config=config, sparse_vectors_config=sparse)
+    if not client.collection_exists(name):
+        # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
+        # otherwise re-normalise the vectors it stores (the bits would differ from ours).
+        config = models.VectorParams(size=dim, distance=models.Distance.DOT)
+        # No IDF modifier: raglab weighs the query by idf itself, counted under the asker's
+        # access filter (`raglab.store.qdrant_search`), never by the server's statistics.
+        sparse = {SPARSE_NAME: models.SparseVectorParams()}
+        client.create_collection(name, vectors_config=config, sparse_vectors_config=sparse)
     schemas = dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD)
     schemas[TERMS] = models.PayloadSchemaType.INTEGER
+    indexed = client.get_collection(name).payload_schema
     with warnings.catch_warnings():  # local mode warns that it scans without indexes
         warnings.simplefilter("ignore", UserWarning)
         for field, schema in schemas.items():
-            client.create_payload_index(name, field, field_schema=schema)
+            if field not in indexed:
+                client.create_payload_index(name, field, field_schema=schema)
 
 
 def delete_documents(client: Any, records: str, chunks: str, doc_ids: Sequence[str]) -> None:

@@ -23,7 +23,10 @@ scores identical to the other stores'; `keyword="server"` ranks in Qdrant instea
 
 Qdrant has no transactions, so a transaction holds its writes back and applies them at
 its end, under a journal (`raglab.store.qdrant_commit`): a crash leaves the documents it
-was changing missing, never half-written, and the next `raglab index` re-adds them.
+was changing missing, never half-written, and the next `raglab index` re-adds them. That
+may be every document (an index holding no chunk is an ordinary index), and a crash while
+the index was being created leaves an empty records collection, which the next writer
+takes up as a new index.
 """
 
 from __future__ import annotations
@@ -154,7 +157,9 @@ class QdrantStore:
         client, name, where = connect(path, url, must_exist=False)
         store = cls(client, name, where)
         try:
-            if not client.collection_exists(store._records_name):
+            records = store._records_name
+            # An empty records collection is a creation cut short before its settings point.
+            if not client.collection_exists(records) or not count(client, records, None):
                 store._create(None)
             store._read_meta()
         except BaseException:
@@ -184,7 +189,8 @@ class QdrantStore:
         self.close()
 
     def _create(self, dim: int | None) -> None:
-        self._client.create_collection(self._records_name, vectors_config={})
+        if not self._client.collection_exists(self._records_name):
+            self._client.create_collection(self._records_name, vectors_config={})
         self._write_meta({**empty_meta(), "dim": dim, "journal": []})
 
     # -- reading (committed state only)
@@ -232,14 +238,16 @@ class QdrantStore:
         Read from the server each time: only `sync` asks, to reuse vectors of unchanged text.
         """
         meta = self._read_meta()
-        if not self._client.collection_exists(self._chunks_name):
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
-        every = readable_filter(None, meta["journal"])
-        points = scroll(self._client, self._chunks_name, every, vectors=[""])
-        points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
-        matrix = np.array([dense(p.vector) for p in points], dtype=np.float32).reshape(
-            len(points), -1
-        )
+        points = []
+        if self._client.collection_exists(self._chunks_name):
+            every = readable_filter(None, meta["journal"])
+            points = scroll(self._client, self._chunks_name, every, vectors=[""])
+            points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
+        rows = [dense(p.vector) for p in points]
+        # Subtle: an index may hold no chunk (every document removed, or every one hidden by
+        # a commit cut short) and still have its dim.
+        empty = np.zeros((0, meta["dim"] or 0), dtype=np.float32)
+        matrix = np.array(rows, dtype=np.float32) if rows else empty
         matrix.flags.writeable = False
         return matrix
 
