@@ -35,6 +35,10 @@ TERMS = "terms"
 server keyword search counts in it how many readable chunks hold a word
 (`raglab.store.qdrant_search`)."""
 
+CHUNK_FIELDS = [field.name for field in dataclasses.fields(Chunk)]
+"""The payload fields a chunk is read back from: reads ask for these alone, not for the
+stems and term ids its point also holds to be filtered on."""
+
 LOCK_WAIT_SECONDS = 10.0
 """How long opening a local folder waits for another process to let go of it (local mode
 allows one client per folder at a time: that is its writer lock, readers included)."""

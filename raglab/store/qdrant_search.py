@@ -50,8 +50,8 @@ from raglab.retrieve._fast import top_k  # the reference's answer, faster
 from raglab.retrieve.bm25 import BM25, lucene_idf, term_saturation
 from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, RRF_K
 from raglab.retrieve.vectors import normalise
-from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
 from raglab.store._qdrant_points import (
+    CHUNK_FIELDS,
     TERMS,
     chunk_point,
     count,
@@ -61,6 +61,7 @@ from raglab.store._qdrant_points import (
     qdrant,
     store_order,
 )
+from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
 from raglab.text import stable_hash, tokenize
 
 KEYWORD_MODES = ("exact", "server")
@@ -211,7 +212,7 @@ def dense_candidates(
             query=query.tolist(),
             query_filter=readable,  # access decided inside the query, before scoring
             limit=limit,
-            with_payload=True,
+            with_payload=CHUNK_FIELDS,
             with_vectors=[""],
             search_params=search,
         ).points
@@ -297,7 +298,7 @@ def keyword_hits(
             using=SPARSE,
             query_filter=shown,  # access and versions decided inside the query, before scoring
             limit=limit,
-            with_payload=True,
+            with_payload=CHUNK_FIELDS,
         ).points
         return points
 
@@ -341,7 +342,7 @@ def hybrid_hits(
             query=models.RrfQuery(rrf=models.Rrf(k=RRF_K + 1)),  # ranks from 0: 1 / (60 + rank)
             query_filter=shown,
             limit=limit,
-            with_payload=True,
+            with_payload=CHUNK_FIELDS,
         ).points
         return points
 

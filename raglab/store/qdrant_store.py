@@ -42,6 +42,7 @@ import numpy as np
 from raglab.records import Chunk, DocRecord, Hit, Principal
 from raglab.retrieve.vectors import normalise
 from raglab.store._qdrant_points import (
+    CHUNK_FIELDS,
     META_ID,
     connect,
     count,
@@ -241,7 +242,9 @@ class QdrantStore:
         points = []
         if self._client.collection_exists(self._chunks_name):
             every = readable_filter(None, meta["journal"])
-            points = scroll(self._client, self._chunks_name, every, vectors=[""])
+            points = scroll(
+                self._client, self._chunks_name, every, vectors=[""], payload=CHUNK_FIELDS
+            )
             points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
         rows = [dense(p.vector) for p in points]
         # Subtle: an index may hold no chunk (every document removed, or every one hidden by
@@ -297,7 +300,7 @@ class QdrantStore:
             chunks: list[Chunk] = []
             if self._client.collection_exists(self._chunks_name):
                 every = readable_filter(None, meta["journal"])
-                points = scroll(self._client, self._chunks_name, every)
+                points = scroll(self._client, self._chunks_name, every, payload=CHUNK_FIELDS)
                 chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
             eligibility = Eligibility(chunks, meta.get("superseded"), self.documents())
             self._listed = (meta.get("generation"), ChunkKeywords(eligibility))
