@@ -30,6 +30,15 @@ KEYWORD_FIELDS = ("tenant", "groups", "doc_id", "stems")
 stems of the chunk's title, heading and text, which the answerer looks up
 (`QdrantStore.known_stems`)."""
 
+TERMS = "terms"
+"""The payload field of a chunk's term ids (its sparse vector's indices), integer-indexed:
+server keyword search counts in it how many readable chunks hold a word
+(`raglab.store.qdrant_search`)."""
+
+CHUNK_FIELDS = [field.name for field in dataclasses.fields(Chunk)]
+"""The payload fields a chunk is read back from: reads ask for these alone, not for the
+stems and term ids its point also holds to be filtered on."""
+
 LOCK_WAIT_SECONDS = 10.0
 """How long opening a local folder waits for another process to let go of it (local mode
 allows one client per folder at a time: that is its writer lock, readers included)."""
@@ -73,12 +82,13 @@ def point(kind: str, item: DocRecord) -> Any:
 
 def chunk_point(chunk: Chunk, vector: np.ndarray, sparse: Any, avgdl: float, length: int) -> Any:
     """A chunk as a Qdrant point: its unit vector (unnamed), its BM25 sparse vector (named
-    `SPARSE_NAME`), its length in tokens, the avgdl its sparse vector was written with,
-    and its content stems."""
+    `SPARSE_NAME`) and that vector's term ids (`TERMS`), its length in tokens, the avgdl
+    its sparse vector was written with, and its content stems."""
     payload = {**dataclasses.asdict(chunk), "groups": list(chunk.groups)}
     vectors = {"": vector.tolist(), SPARSE_NAME: sparse}
     stems = sorted(chunk_stems(chunk))
     extra = {"kind": "chunk", "length": length, "avgdl": avgdl, "stems": stems}
+    extra[TERMS] = list(sparse.indices)
     return qdrant().models.PointStruct(
         id=point_id("chunk", chunk.id), vector=vectors, payload={**payload, **extra}
     )
@@ -108,7 +118,7 @@ def store_order(chunk: Chunk) -> tuple[str, int]:
 # ---------------------------------------------------------------------------- filters
 
 
-def field_is(key: str, value: str) -> Any:
+def field_is(key: str, value: str | int) -> Any:
     models = qdrant().models
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
@@ -156,21 +166,25 @@ def within_partition(shown: Any, part: Partition) -> Any:
 
 
 def create_chunk_collection(client: Any, name: str, dim: int | None) -> None:
-    """The chunks' collection (if missing): a unit vector and a BM25 sparse vector a point."""
-    if client.collection_exists(name):
-        return
+    """The chunks' collection (if missing): a unit vector and a BM25 sparse vector a point;
+    and its payload indexes (those missing: a crash may have come between the two)."""
     models = qdrant().models
-    # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
-    # otherwise re-normalise the vectors it stores (the bits would differ from ours).
-    config = models.VectorParams(size=dim, distance=models.Distance.DOT)
-    # Qdrant's IDF modifier: idf computed at query time, over the points a query's
-    # `IdfCorpusParams` filter lets through (`raglab.store.qdrant_search`).
-    sparse = {SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)}
-    client.create_collection(name, vectors_config=config, sparse_vectors_config=sparse)
+    if not client.collection_exists(name):
+        # DOT, not COSINE: rows and queries are unit length already, and Qdrant would
+        # otherwise re-normalise the vectors it stores (the bits would differ from ours).
+        config = models.VectorParams(size=dim, distance=models.Distance.DOT)
+        # No IDF modifier: raglab weighs the query by idf itself, counted under the asker's
+        # access filter (`raglab.store.qdrant_search`), never by the server's statistics.
+        sparse = {SPARSE_NAME: models.SparseVectorParams()}
+        client.create_collection(name, vectors_config=config, sparse_vectors_config=sparse)
+    schemas = dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD)
+    schemas[TERMS] = models.PayloadSchemaType.INTEGER
+    indexed = client.get_collection(name).payload_schema
     with warnings.catch_warnings():  # local mode warns that it scans without indexes
         warnings.simplefilter("ignore", UserWarning)
-        for field in KEYWORD_FIELDS:
-            client.create_payload_index(name, field, field_schema=models.PayloadSchemaType.KEYWORD)
+        for field, schema in schemas.items():
+            if field not in indexed:
+                client.create_payload_index(name, field, field_schema=schema)
 
 
 def delete_documents(client: Any, records: str, chunks: str, doc_ids: Sequence[str]) -> None:
@@ -183,6 +197,12 @@ def delete_documents(client: Any, records: str, chunks: str, doc_ids: Sequence[s
         if client.collection_exists(chunks):
             of_docs = models.Filter(must=[field_in("doc_id", batch)])
             client.delete(chunks, points_selector=models.FilterSelector(filter=of_docs))
+
+
+def count(client: Any, collection: str, where: Any) -> int:
+    """How many points of `collection` the filter `where` lets through (an exact count)."""
+    found: int = client.count(collection, count_filter=where, exact=True).count
+    return found
 
 
 def upsert(client: Any, collection: str, points: list[Any]) -> None:

@@ -5,19 +5,25 @@ Qdrant never scores a point the asker may not read, in a prefetch or in the fuse
 
 Keyword search in the server. Each chunk's point holds a sparse vector, `SPARSE`:
 - indices: the chunk's words by raglab's tokenizer (`raglab.text.tokenize`), each hashed to
-  32 bits (`term_id`; Qdrant's indices are u32). Two words with one id count as one word:
-  about N²/2³³ colliding pairs are expected among N distinct words, none in the sample
-  corpus (the README's Benchmarks section).
+  32 bits (`term_id`; Qdrant's indices are u32), also kept in its "terms" payload. Two
+  words with one id count as one word: about N²/2³³ colliding pairs are expected among N
+  distinct words, none in the sample corpus (the README's Benchmarks section).
 - values: BM25's document side, `raglab.retrieve.bm25.term_saturation` with raglab's k1 and b and
-  an avgdl fixed when the point is written: the mean length of the chunks that every user
-  of the chunk's tenant may read (those without groups). raglab's own avgdl is over the
-  asker's readable chunks; for an asker without groups the two are equal. A commit that
-  moves a tenant's avgdl rewrites that tenant's sparse vectors (`rewrite_stale`); of the
-  avgdl choices tried, it kept most top-5 rankings identical to raglab's (README, Benchmarks).
-- the question: each distinct word's id, its value the word's count (a repeated word counts
-  each time, as in raglab's BM25). Qdrant's IDF modifier multiplies each word by
-  ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's idf, and `IdfCorpusParams` counts N and df
-  over the readable points only: another tenant's chunks change no score.
+  an avgdl fixed when the point is written: the mean length of the chunks of its access
+  partition (its tenant and groups) and of its tenant's chunks without groups
+  (`partition_avgdl`). Subtle: whoever may read a chunk may read every one of those, so no
+  chunk a reader may not read moves a score they see. For an asker without groups this is
+  raglab's own avgdl (over the chunks they may read); an asker with groups gets each
+  chunk's partition's. A commit that moves a partition's avgdl rewrites its sparse vectors
+  (`rewrite_stale`).
+- the question: weighed by idf here, per query (`weighted_query`). Qdrant counts, under the
+  asker's access filter, N (the chunks they may read) and each question word's df (those of
+  them whose "terms" hold it); a word's value is its count (a repeated word counts each
+  time, as in raglab's BM25) times Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)).
+  Subtle: Qdrant's own IDF modifier is not used. Its statistics are whatever the server
+  counts (the whole collection by default; a server that does not know a corpus filter
+  ignores it), and a word only a hidden document holds would move every score. Counting
+  under the access filter trusts the server with that filter alone, as every search does.
 
 Hybrid in the server: one query, a dense and a sparse prefetch (each k * 4 deep, as
 `raglab.query`), fused by Qdrant's RRF. Qdrant counts ranks from 0, so its k is
@@ -25,7 +31,7 @@ raglab's `RRF_K` + 1: the same 1 / (60 + rank). Equal scores are put in raglab's
 
 Decision: the default stays "exact", because server mode's BM25 answers are not
 identical to the SQLite store's (its scores are Qdrant's float32 sums, and an asker with
-groups gets another avgdl) and in local mode it is slower, scanning every point in Python;
+groups gets other avgdls) and in local mode it is slower, scanning every point in Python;
 the figures: `benchmarks/bench_qdrant.py`, `benchmarks/results/qdrant.json`.
 Fused in Qdrant (`hybrid_search`): where two chunks tie inside one ranking, Qdrant orders
 them its own way, not by store order, so a fused score can differ by one rank's worth.
@@ -41,18 +47,21 @@ import numpy as np
 
 from raglab.records import Chunk, Hit
 from raglab.retrieve._fast import top_k  # the reference's answer, faster
-from raglab.retrieve.bm25 import BM25, term_saturation
+from raglab.retrieve.bm25 import BM25, lucene_idf, term_saturation
 from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, RRF_K
 from raglab.retrieve.vectors import normalise
-from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
 from raglab.store._qdrant_points import (
+    CHUNK_FIELDS,
+    TERMS,
     chunk_point,
+    count,
     dense,
     field_is,
     from_payload,
     qdrant,
     store_order,
 )
+from raglab.store._qdrant_points import SPARSE_NAME as SPARSE
 from raglab.text import stable_hash, tokenize
 
 KEYWORD_MODES = ("exact", "server")
@@ -99,24 +108,30 @@ def document_vector(counts: Counter[int], length: int, avgdl: float) -> Any:
     return qdrant().models.SparseVector(indices=ids, values=values.tolist())
 
 
-def query_vector(question: str) -> Any | None:
-    """The question's sparse vector (a word's count as its value), None when it has no word."""
-    counts, _ = term_counts(question)
-    if not counts:
-        return None
-    ids = sorted(counts)
-    return qdrant().models.SparseVector(indices=ids, values=[float(counts[i]) for i in ids])
+Partition = tuple[str, tuple[str, ...]]
 
 
-def open_avgdl(chunks: Iterable[tuple[str, tuple[str, ...], int]]) -> dict[str, float]:
-    """Each tenant's avgdl from (tenant, groups, length) rows: over its chunks without groups,
-    or over all its chunks when every one has groups (1.0 for a tenant of empty chunks)."""
-    rows = list(chunks)
+def partition(tenant: str, groups: Iterable[str]) -> Partition:
+    """An access partition: a tenant and one set of groups (sorted, without repeats)."""
+    return tenant, tuple(sorted(set(groups)))
+
+
+def partition_avgdl(rows: Iterable[tuple[str, Iterable[str], int]]) -> dict[Partition, float]:
+    """Each access partition's avgdl, from (tenant, groups, length) rows: the mean length of
+    its chunks and its tenant's chunks without groups (1.0 for a partition of empty chunks).
+
+    >>> rows = [("acme", [], 10), ("acme", ["hr"], 20), ("acme", ["board"], 90)]
+    >>> partition_avgdl(rows)
+    {('acme', ()): 10.0, ('acme', ('board',)): 50.0, ('acme', ('hr',)): 15.0}
+    """
+    lengths: dict[Partition, list[int]] = {}
+    for tenant, groups, length in rows:
+        lengths.setdefault(partition(tenant, groups), []).append(length)
     avgdl = {}
-    for tenant in sorted({row[0] for row in rows}):
-        lengths = [n for t, groups, n in rows if t == tenant and not groups]
-        lengths = lengths or [n for t, _, n in rows if t == tenant]
-        avgdl[tenant] = (sum(lengths) / len(lengths)) or 1.0
+    for key in sorted(lengths):
+        tenant, groups = key
+        counted = lengths[key] + (lengths.get((tenant, ()), []) if groups else [])
+        avgdl[key] = (sum(counted) / len(counted)) or 1.0
     return avgdl
 
 
@@ -126,31 +141,33 @@ SPARSE_FIELDS = ("tenant", "groups", "length", "avgdl")
 
 def chunk_points(
     added: list[tuple[Chunk, np.ndarray]], kept: list[Any]
-) -> tuple[list[Any], dict[str, float]]:
-    """The points of the `added` chunks (with their vectors), and each tenant's avgdl over
-    them and the points `kept` (read with `SPARSE_FIELDS`)."""
+) -> tuple[list[Any], dict[Partition, float]]:
+    """The points of the `added` chunks (with their vectors), and each access partition's
+    avgdl over them and the points `kept` (read with `SPARSE_FIELDS`)."""
     counted = [(chunk, vector, *term_counts(chunk.indexed_text)) for chunk, vector in added]
-    avgdl = open_avgdl(
+    avgdl = partition_avgdl(
         [(p.payload["tenant"], p.payload["groups"], p.payload["length"]) for p in kept]
         + [(chunk.tenant, chunk.groups, length) for chunk, _, _, length in counted]
     )
-    points = [
-        chunk_point(c, v, document_vector(counts, n, avgdl[c.tenant]), avgdl[c.tenant], n)
-        for c, v, counts, n in counted
-    ]
+    points = []
+    for c, v, counts, n in counted:
+        wanted = avgdl[partition(c.tenant, c.groups)]
+        points.append(chunk_point(c, v, document_vector(counts, n, wanted), wanted, n))
     return points, avgdl
 
 
-def rewrite_stale(client: Any, collection: str, kept: list[Any], avgdl: dict[str, float]) -> None:
-    """Rewrite the sparse vectors of the `kept` points (read with tenant, groups, length and
-    avgdl) that were written with another avgdl than their tenant's now.
+def rewrite_stale(
+    client: Any, collection: str, kept: list[Any], avgdl: dict[Partition, float]
+) -> None:
+    """Rewrite the sparse vectors of the `kept` points (read with `SPARSE_FIELDS`) that were
+    written with another avgdl than their access partition's now.
 
     Subtle: each point records the avgdl of its sparse vector, so a commit cut short here
     leaves points the next commit finds stale again, never a wrong record."""
     models = qdrant().models
     stale: dict[float, list[Any]] = {}
     for p in kept:
-        wanted = avgdl[p.payload["tenant"]]
+        wanted = avgdl[partition(p.payload["tenant"], p.payload["groups"])]
         if p.payload.get("avgdl") != wanted:
             stale.setdefault(wanted, []).append(p.id)
     for wanted, ids in sorted(stale.items()):
@@ -195,7 +212,7 @@ def dense_candidates(
             query=query.tolist(),
             query_filter=readable,  # access decided inside the query, before scoring
             limit=limit,
-            with_payload=True,
+            with_payload=CHUNK_FIELDS,
             with_vectors=[""],
             search_params=search,
         ).points
@@ -234,12 +251,26 @@ def counted_stems(
     return frozenset(
         stem
         for stem in sorted(set(stems))
-        if client.count(
-            collection,
-            count_filter=models.Filter(must=[readable, field_is("stems", stem)]),
-            exact=True,
-        ).count
+        if count(client, collection, models.Filter(must=[readable, field_is("stems", stem)]))
     )
+
+
+def weighted_query(client: Any, collection: str, question: str, readable: Any) -> Any | None:
+    """The question's sparse vector, each word weighed by its count in the question times
+    its idf over the chunks `readable` lets through (`lucene_idf`), N and df counted by
+    Qdrant under that filter; words no such chunk holds are left out (None if all are)."""
+    counts, _ = term_counts(question)
+    models = qdrant().models
+    ids = sorted(counts)
+    df = np.array(
+        [count(client, collection, models.Filter(must=[readable, field_is(TERMS, i)])) for i in ids]
+    )
+    held = np.flatnonzero(df)
+    if not len(held):
+        return None
+    idf = lucene_idf(df[held], count(client, collection, readable))
+    weights = [counts[ids[i]] * float(w) for i, w in zip(held, idf)]
+    return models.SparseVector(indices=[ids[i] for i in held], values=weights)
 
 
 def keyword_hits(
@@ -254,10 +285,11 @@ def keyword_hits(
 ) -> list[Hit]:
     """The top-k chunks by BM25 in the server, among those `shown` lets through; idf is
     counted over `readable`, as raglab fits BM25 on the chunks the asker may read."""
-    query = query_vector(question)
-    if query is None or not client.collection_exists(collection):
+    if not client.collection_exists(collection):
         return []
-    models = qdrant().models
+    query = weighted_query(client, collection, question, readable)
+    if query is None:
+        return []
 
     def fetch(limit: int) -> list[Any]:
         points: list[Any] = client.query_points(
@@ -265,9 +297,8 @@ def keyword_hits(
             query=query,
             using=SPARSE,
             query_filter=shown,  # access and versions decided inside the query, before scoring
-            search_params=models.SearchParams(idf=models.IdfCorpusParams(corpus=readable)),
             limit=limit,
-            with_payload=True,
+            with_payload=CHUNK_FIELDS,
         ).points
         return points
 
@@ -300,12 +331,9 @@ def hybrid_hits(
             query=query.tolist(), filter=shown, limit=depth, params=models.SearchParams(exact=exact)
         )
     ]
-    sparse = query_vector(question)
+    sparse = weighted_query(client, collection, question, readable)
     if sparse is not None:
-        idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=readable))
-        prefetch.append(
-            models.Prefetch(query=sparse, using=SPARSE, filter=shown, limit=depth, params=idf)
-        )
+        prefetch.append(models.Prefetch(query=sparse, using=SPARSE, filter=shown, limit=depth))
 
     def fetch(limit: int) -> list[Any]:
         points: list[Any] = client.query_points(
@@ -314,7 +342,7 @@ def hybrid_hits(
             query=models.RrfQuery(rrf=models.Rrf(k=RRF_K + 1)),  # ranks from 0: 1 / (60 + rank)
             query_filter=shown,
             limit=limit,
-            with_payload=True,
+            with_payload=CHUNK_FIELDS,
         ).points
         return points
 

@@ -23,7 +23,10 @@ scores identical to the other stores'; `keyword="server"` ranks in Qdrant instea
 
 Qdrant has no transactions, so a transaction holds its writes back and applies them at
 its end, under a journal (`raglab.store.qdrant_commit`): a crash leaves the documents it
-was changing missing, never half-written, and the next `raglab index` re-adds them.
+was changing missing, never half-written, and the next `raglab index` re-adds them. That
+may be every document (an index holding no chunk is an ordinary index), and a crash while
+the index was being created leaves an empty records collection, which the next writer
+takes up as a new index.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ import numpy as np
 from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 from raglab.retrieve.vectors import normalise
 from raglab.store._qdrant_points import (
+    CHUNK_FIELDS,
     META_ID,
     connect,
+    count,
     dense,
     field_is,
     from_payload,
@@ -76,9 +81,11 @@ from raglab.store.writes import (
 from raglab.validation import check_int
 
 FORMAT = "raglab-index"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bumped whenever the points change (2: each chunk has a BM25 sparse vector; 3: and its
-content stems; 4: and its context header); an index of another version is refused."""
+content stems; 4: and its context header; 5: and its term ids, its sparse vector's avgdl its
+access partition's, and no IDF modifier, raglab weighing the query itself); an index of
+another version is refused."""
 
 
 class QdrantStore:
@@ -153,7 +160,9 @@ class QdrantStore:
         client, name, where = connect(path, url, must_exist=False)
         store = cls(client, name, where)
         try:
-            if not client.collection_exists(store._records_name):
+            records = store._records_name
+            # An empty records collection is a creation cut short before its settings point.
+            if not client.collection_exists(records) or not count(client, records, None):
                 store._create(None)
             store._read_meta()
         except BaseException:
@@ -183,7 +192,8 @@ class QdrantStore:
         self.close()
 
     def _create(self, dim: int | None) -> None:
-        self._client.create_collection(self._records_name, vectors_config={})
+        if not self._client.collection_exists(self._records_name):
+            self._client.create_collection(self._records_name, vectors_config={})
         self._write_meta({**empty_meta(), "dim": dim, "journal": []})
 
     # -- reading (committed state only)
@@ -201,9 +211,9 @@ class QdrantStore:
     def __len__(self) -> int:
         if not self._client.collection_exists(self._chunks_name):
             return 0
-        every = readable_filter(None, self._read_meta()["journal"])
-        count: int = self._client.count(self._chunks_name, count_filter=every, exact=True).count
-        return count
+        return count(
+            self._client, self._chunks_name, readable_filter(None, self._read_meta()["journal"])
+        )
 
     def documents(self) -> dict[str, DocRecord]:
         journal = set(self._read_meta()["journal"])
@@ -231,14 +241,18 @@ class QdrantStore:
         Read from the server each time: only `sync` asks, to reuse vectors of unchanged text.
         """
         meta = self._read_meta()
-        if not self._client.collection_exists(self._chunks_name):
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
-        every = readable_filter(None, meta["journal"])
-        points = scroll(self._client, self._chunks_name, every, vectors=[""])
-        points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
-        matrix = np.array([dense(p.vector) for p in points], dtype=np.float32).reshape(
-            len(points), -1
-        )
+        points = []
+        if self._client.collection_exists(self._chunks_name):
+            every = readable_filter(None, meta["journal"])
+            points = scroll(
+                self._client, self._chunks_name, every, vectors=[""], payload=CHUNK_FIELDS
+            )
+            points.sort(key=lambda p: store_order(from_payload(Chunk, p.payload)))
+        rows = [dense(p.vector) for p in points]
+        # Subtle: an index may hold no chunk (every document removed, or every one hidden by
+        # a commit cut short) and still have its dim.
+        empty = np.zeros((0, meta["dim"] or 0), dtype=np.float32)
+        matrix = np.array(rows, dtype=np.float32) if rows else empty
         matrix.flags.writeable = False
         return matrix
 
@@ -288,7 +302,7 @@ class QdrantStore:
             chunks: list[Chunk] = []
             if self._client.collection_exists(self._chunks_name):
                 every = readable_filter(None, meta["journal"])
-                points = scroll(self._client, self._chunks_name, every)
+                points = scroll(self._client, self._chunks_name, every, payload=CHUNK_FIELDS)
                 chunks = sorted((from_payload(Chunk, p.payload) for p in points), key=store_order)
             eligibility = Eligibility(chunks, meta.get("superseded"), self.documents())
             self._listed = (meta.get("generation"), ChunkKeywords(eligibility))
@@ -410,6 +424,8 @@ class QdrantStore:
         meta = self._read_meta()
         if doc_id in meta["journal"] or not self._client.collection_exists(self._chunks_name):
             return 0
-        of_doc = qdrant().models.Filter(must=[field_is("doc_id", doc_id)])
-        count: int = self._client.count(self._chunks_name, count_filter=of_doc, exact=True).count
-        return count
+        return count(
+            self._client,
+            self._chunks_name,
+            qdrant().models.Filter(must=[field_is("doc_id", doc_id)]),
+        )

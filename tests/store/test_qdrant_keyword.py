@@ -145,8 +145,12 @@ def test_server_keyword_search_never_returns_a_chunk_the_asker_may_not_read(tmp_
     hits = store.keyword_search(QUESTION, ANN, 10)
     assert {h.chunk.doc_id for h in hits} == {"a.md", "b.md", "c.md"}
     (query,) = [kw for name, _, kw in recorder.calls if name == "query_points"][-1:]
-    assert query["query_filter"].must[0].match.value == "acme"
-    assert query["search_params"].idf.corpus == query["query_filter"]  # idf over the readable
+    readable = query["query_filter"]
+    assert readable.must[0].match.value == "acme"
+    assert "search_params" not in query  # no idf of the server's: raglab weighs the words
+    # idf's N and df, counted here under the same filter: N, then one count a question word
+    counts = [kw["count_filter"] for name, _, kw in recorder.calls if name == "count"][-3:]
+    assert all(readable in (f, *(f.must or [])) for f in counts)
     hr = store.keyword_search(QUESTION, Principal("hana", "acme", {"hr"}), 10)
     assert {h.chunk.doc_id for h in hr} == {"a.md", "b.md", "c.md", "z.md"}
     store.close()
@@ -169,8 +173,8 @@ def test_server_keyword_scores_are_raglab_bm25_over_the_readable_chunks_only(tmp
     crowded.close()
 
 
-def test_sparse_vectors_follow_the_tenants_avgdl_through_adds_and_deletes(tmp_path):
-    """A commit that moves a tenant's mean chunk length rewrites its sparse vectors."""
+def test_sparse_vectors_follow_their_partitions_avgdl_through_adds_and_deletes(tmp_path):
+    """A commit that moves a partition's mean chunk length rewrites its sparse vectors."""
     store = store_with(tmp_path, "q", MINE[:2])
     store.add([MINE[2]], test_stores.unit(1, 0, 0, 0)[None])  # much longer: avgdl moves
     store.delete_document("b.md")
@@ -233,7 +237,7 @@ def test_an_index_of_the_previous_schema_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(qdrant_store, "SCHEMA_VERSION", 1)
     qdrant_store.QdrantStore.create(tmp_path / "q", dim=DIM).close()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match="schema version 1; this raglab reads 4: rebuild"):
+    with pytest.raises(StoreError, match="schema version 1; this raglab reads 5: rebuild"):
         qdrant_store.QdrantStore.open(tmp_path / "q")
 
 
@@ -305,3 +309,56 @@ def test_cli_qdrant_keyword_flag(tmp_path, capsys):
     assert answers["server"] == answers["exact"]
     assert main(["ask", "q", "--docs", ".", "--qdrant-keyword", "server"]) == 1
     assert "--qdrant-keyword applies to a Qdrant --index" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- no oracle
+
+HR_ONLY = [  # a tenant whose every chunk is restricted to a group
+    chunk("h1.md", "refund policy for a laptop bought online", groups=("hr",)),
+    chunk("h2.md", "refund requests go to finance with the receipt", groups=("hr",)),
+]
+GLOBEX = [
+    chunk("g1.md", "refund laptop returns", tenant="globex"),
+    chunk("g2.md", "holiday calendar for the year", tenant="globex"),
+]
+BOARD = chunk("board.md", "zyxwv refund " + "quarterly " * 60, groups=("board",))
+RARE = "refund laptop zyxwv"  # zyxwv: a word only the board document holds
+
+
+def what_each_asker_sees(store) -> dict:
+    query = test_stores.unit(1, 0, 0, 0)
+    askers = [Principal("hana", "acme", {"hr"}), ANN, Principal("gil", "globex")]
+    return {
+        asker.user: (
+            store.keyword_search(RARE, asker, 10),
+            store.hybrid_search(query, RARE, asker, 10),
+        )
+        for asker in askers
+    }
+
+
+@pytest.fixture
+def global_idf(monkeypatch):
+    """Qdrant counting idf over the whole collection, as a server ignoring the corpus filter
+    would: raglab must not depend on the server to keep idf within what the asker may read."""
+    from qdrant_client.local.local_collection import LocalCollection
+
+    monkeypatch.setattr(LocalCollection, "_idf_corpus_of", staticmethod(lambda params: None))
+
+
+@pytest.mark.parametrize("idf", ["corpus filter", "whole collection"])
+def test_a_document_the_asker_may_not_read_moves_no_server_keyword_score(tmp_path, request, idf):
+    """Adding a [board] document with a word no one else uses changes nothing for a user
+    outside [board], in the same tenant or another: not a score, not a rank (failed before:
+    the avgdl of a tenant whose chunks all have groups counted the board's chunks, and idf
+    was whatever Qdrant counted)."""
+    if idf == "whole collection":
+        request.getfixturevalue("global_idf")
+    store = store_with(tmp_path, "q", HR_ONLY + GLOBEX)
+    before = what_each_asker_sees(store)
+    assert before["hana"][0] and before["gil"][0] and not before["ann"][0]
+    store.add([BOARD], test_stores.unit(1, 0, 0, 0)[None])
+    board = Principal("bo", "acme", {"board"})
+    assert [h.chunk.doc_id for h in store.keyword_search(RARE, board, 1)] == ["board.md"]
+    assert what_each_asker_sees(store) == before
+    store.close()

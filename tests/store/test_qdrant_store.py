@@ -224,3 +224,138 @@ def test_cli_index_ask_and_eval_on_qdrant_match_sqlite(tmp_path, capsys):
 def test_cli_store_flags_are_checked(args, message, capsys):
     assert main(["ask", "q", *args]) == 1
     assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- ordinary states
+
+SMALL = {  # three access partitions of two tenants
+    "acme/open.md": "---\ntenant: acme\n---\nParking is free for staff. The refund desk opens at nine.",
+    "acme/hr.md": "---\ntenant: acme\ngroups: [hr]\n---\nSalaries are reviewed each March.",
+    "globex/faq.md": "---\ntenant: globex\n---\nError E-204 means the licence has expired.",
+}
+
+
+def write_folder(folder, files):
+    shutil.rmtree(folder, ignore_errors=True)
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def index_folder(folder, path):
+    """`raglab index FOLDER --store qdrant --index PATH`, in this process."""
+    assert main(["index", str(folder), "--store", "qdrant", "--index", str(path)]) == 0
+
+
+def what_is_indexed(path) -> tuple:
+    """Everything a reader of the index at `path` can tell apart: documents, chunks, vectors,
+    and the keyword scores each kind of asker gets in server mode."""
+    from raglab.store.qdrant_store import QdrantStore
+
+    askers = [Principal("a", "acme"), Principal("h", "acme", {"hr"}), Principal("g", "globex")]
+    with QdrantStore.open(path, keyword="server") as store:
+        searched = [store.keyword_search("refund salaries error", p, 10) for p in askers]
+        return store.documents(), store.chunks(), store.vectors().tolist(), searched
+
+
+@pytest.mark.parametrize(
+    "removed",
+    [("acme/open.md", "acme/hr.md", "globex/faq.md"), ("globex/faq.md",), ("acme/hr.md",)],
+    ids=["every-document", "a-tenant", "a-group"],
+)
+def test_an_update_that_empties_a_partition_leaves_the_index_indexable(tmp_path, removed):
+    """Documents removed (every one: the folder left with an empty file), indexed, then put
+    back: each `raglab index` succeeds and the index is what a fresh one of the folder is
+    (failed before with every document removed: reading the vectors of an index holding no
+    chunk raised "cannot reshape array of size 0")."""
+    folder, path = tmp_path / "docs", tmp_path / "q"
+    write_folder(folder, SMALL)
+    index_folder(folder, path)
+    emptied = {name: text for name, text in SMALL.items() if name not in removed}
+    write_folder(folder, emptied or {"empty.md": ""})
+    index_folder(folder, path)
+    write_folder(folder, SMALL)
+    index_folder(folder, path)
+    index_folder(folder, tmp_path / "fresh")
+    assert what_is_indexed(path) == what_is_indexed(tmp_path / "fresh")
+
+
+WRITES = {"create_collection", "create_payload_index", "delete", "set_payload", "update_vectors"}
+WRITES |= {"upsert"}
+
+
+@pytest.fixture
+def crash_at(monkeypatch):
+    """crash_at(n): every Qdrant client opened from then on dies before the n-th write made
+    through any of them (KeyboardInterrupt; nothing after it reaches Qdrant, as with kill -9).
+    Returns a list that holds the number of writes attempted."""
+    from raglab.store import _qdrant_points
+
+    opened = _qdrant_points._local_client
+
+    def arm(n: int) -> list[int]:
+        writes = [0]
+
+        class Dying:
+            def __init__(self, client):
+                self.client = client
+
+            def __getattr__(self, name):
+                method = getattr(self.client, name)
+                if name not in WRITES:
+                    return method
+
+                def write(*args, **kwargs):
+                    writes[0] += 1
+                    if writes[0] == n:
+                        raise KeyboardInterrupt
+                    return method(*args, **kwargs)
+
+                return write
+
+        monkeypatch.setattr(_qdrant_points, "_local_client", lambda *a: Dying(opened(*a)))
+        return writes
+
+    yield arm
+
+
+UPDATED = {  # one document changed, one removed, one added, the hr partition longer
+    "acme/open.md": SMALL["acme/open.md"] + " Bicycles go in the yard.",
+    "acme/hr.md": SMALL["acme/hr.md"] + " " + "Payroll questions go to hr. " * 20,
+    "acme/new.md": "---\ntenant: acme\n---\nThe canteen serves lunch from noon.",
+}
+
+
+@pytest.mark.parametrize("before", [{}, SMALL], ids=["first-build", "update"])
+def test_an_index_cut_short_at_any_write_is_indexed_again_whole(
+    tmp_path, crash_at, monkeypatch, before
+):
+    """`raglab index` dies before each of its writes in turn (a first build, then an update
+    that changes, removes and adds documents and moves an avgdl); the next `raglab index`
+    succeeds and gives the index a fresh build of the folder gives: no chunk of a removed
+    document, none lost of the others (failed before: a crash in the first build's commit
+    left every later `raglab index` failing with "cannot reshape array of size 0")."""
+    folder, built = tmp_path / "docs", tmp_path / "built"
+    if before:
+        write_folder(folder, before)
+        index_folder(folder, built)
+    write_folder(folder, UPDATED)
+    index_folder(folder, tmp_path / "fresh")
+    expected = what_is_indexed(tmp_path / "fresh")
+    n = 0
+    while True:
+        n += 1
+        path = tmp_path / f"cut{n}"
+        if built.exists():
+            shutil.copytree(built, path)
+        writes = crash_at(n)
+        try:
+            index_folder(folder, path)
+        except KeyboardInterrupt:
+            pass
+        monkeypatch.undo()
+        if writes[0] < n:  # the whole index ran: every write has been cut once
+            break
+        index_folder(folder, path)
+        assert what_is_indexed(path) == expected, f"cut before write {n}"
+    assert n > 10
