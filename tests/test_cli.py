@@ -331,9 +331,9 @@ def test_eval_refuses_a_misnamed_relevant_document_before_indexing_anything(
     assert "not a document of the corpus" in err and "did you mean 'acme/policies/leave.md'" in err
 
 
-def test_eval_names_a_relevant_document_refused_at_load_and_goes_on(tmp_path, capsys):
-    from raglab.cli import main
-
+def _with_a_refused_relevant_document(tmp_path: Path) -> tuple[Path, Path]:
+    """The sample corpus plus a note the credential screen refuses, and two questions: q1
+    answerable only from that note, q2 from the leave policy."""
     corpus = _corpus_copy(tmp_path)
     (corpus / "acme" / "note.md").write_text('Deploy with password = "Xk9#mQ2vL7pZ"\n')
     questions = tmp_path / "q.jsonl"
@@ -344,6 +344,13 @@ def test_eval_names_a_relevant_document_refused_at_load_and_goes_on(tmp_path, ca
     questions.write_text(
         "".join(json.dumps({**q, "tenant": "acme", "answerable": True}) + "\n" for q in lines)
     )
+    return corpus, questions
+
+
+def test_eval_names_a_relevant_document_refused_at_load_and_goes_on(tmp_path, capsys):
+    from raglab.cli import main
+
+    corpus, questions = _with_a_refused_relevant_document(tmp_path)
     argv = ["eval", "--docs", str(corpus), "--questions", str(questions), "--retrieval-only"]
     assert main([*argv, "--json"]) == 0
     out, err = capsys.readouterr()
@@ -354,16 +361,7 @@ def test_eval_names_a_relevant_document_refused_at_load_and_goes_on(tmp_path, ca
 def test_eval_counts_a_question_answerable_only_from_a_refused_document_apart(tmp_path, capsys):
     from raglab.cli import main
 
-    corpus = _corpus_copy(tmp_path)
-    (corpus / "acme" / "note.md").write_text('Deploy with password = "Xk9#mQ2vL7pZ"\n')
-    questions = tmp_path / "q.jsonl"
-    lines = [
-        {"id": "q1", "question": "Deploy password?", "relevant_docs": ["acme/note.md"]},
-        {"id": "q2", "question": "Vacation days?", "relevant_docs": ["acme/policies/leave.md"]},
-    ]
-    questions.write_text(
-        "".join(json.dumps({**q, "tenant": "acme", "answerable": True}) + "\n" for q in lines)
-    )
+    corpus, questions = _with_a_refused_relevant_document(tmp_path)
     argv = ["eval", "--docs", str(corpus), "--questions", str(questions)]
     assert main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
