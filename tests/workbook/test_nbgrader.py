@@ -10,6 +10,7 @@ generate_feedback writes the learner's report.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -86,7 +87,9 @@ def test_generate_autograde_and_feedback_on_notebook_04(tmp_path):
             row["student_id"]: (float(row["score"]), float(row["max_score"]))
             for row in csv.DictReader(file)
         }
-    assert scores == {"solved": (5.0, 5.0), "untouched": (0.0, 5.0)}
+    course_nb = json.loads((ROOT / "exercises" / NAME).read_text(encoding="utf-8"))
+    points = float(sum(e["points"] for e in course_nb["metadata"]["raglab"]["exercises"]))
+    assert scores == {"solved": (points, points), "untouched": (0.0, points)}
     feedback = (
         course / "feedback" / "untouched" / "ps04" / NAME.replace(".ipynb", ".html")
     ).read_text("utf-8")
