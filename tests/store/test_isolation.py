@@ -23,6 +23,7 @@ from raglab import METHODS, Chunker, Index, Principal, available_embedders, embe
 from raglab.evaluation import load_questions
 from raglab.ingest.loaders import load_folder
 from raglab.samples import sample_corpus, sample_questions
+from raglab.store.indexing import SyncReport
 from tests.conftest import STORES
 
 TENANT_A, TENANT_B = "acme", "globex"
@@ -97,6 +98,41 @@ def _changed(before: dict, after: dict) -> list[str]:
     return sorted(changed.values())
 
 
+def _index_path(tmp_path: Path, store: str) -> Path | None:
+    return {"memory": None, "sqlite": tmp_path / "index.sqlite", "qdrant": tmp_path / "qdrant"}[
+        store
+    ]
+
+
+def _backend(store: str) -> str:
+    return "qdrant" if store == "qdrant" else "sqlite"
+
+
+def _sample_index(tmp_path: Path, name: str, store: str) -> tuple[Path, Index]:
+    """A copy of the sample corpus (to attack) and its index, in `store` with embedder `name`."""
+    folder = tmp_path / "corpus"
+    shutil.copytree(sample_corpus(), folder)
+    path = _index_path(tmp_path, store)
+    return folder, Index.from_folder(folder, embedder=name, path=path, backend=_backend(store))
+
+
+def _synced(index: Index, folder: Path, name: str) -> SyncReport:
+    """`index` brought up to date with `folder`, as `raglab index` does; the sync report."""
+    return sync(
+        index.store, load_folder(folder).documents, chunker=Chunker(), embedder=embedder(name)
+    )
+
+
+def _reopened(index: Index, tmp_path: Path, store: str) -> Index | None:
+    """The index file opened afresh (None for the memory store, which has no file)."""
+    path = _index_path(tmp_path, store)
+    if path is None:
+        return None
+    if store == "qdrant":  # a local Qdrant folder takes one client at a time
+        index.store.close()
+    return Index.open(path, backend=_backend(store))
+
+
 @pytest.mark.integration  # the heavy matrix: make test-all
 @pytest.mark.parametrize(
     "attack", [_secret_document, _rewritten_document], ids=["secret", "rewrite"]
@@ -104,27 +140,16 @@ def _changed(before: dict, after: dict) -> list[str]:
 @pytest.mark.parametrize("store", STORES)
 @pytest.mark.parametrize("name", _embedders())
 def test_tenant_b_cannot_change_tenant_a_results(tmp_path, name, store, attack):
-    folder = tmp_path / "corpus"
-    shutil.copytree(sample_corpus(), folder)
-    path = {"memory": None, "sqlite": tmp_path / "index.sqlite", "qdrant": tmp_path / "qdrant"}[
-        store
-    ]
-    backend = "qdrant" if store == "qdrant" else "sqlite"
-    index = Index.from_folder(folder, embedder=name, path=path, backend=backend)
+    folder, index = _sample_index(tmp_path, name, store)
     before = _results(index)
     assert any(before.values()), "the attack needs tenant A's questions to find something"
 
     attack(folder)
-    report = sync(
-        index.store, load_folder(folder).documents, chunker=Chunker(), embedder=embedder(name)
-    )
+    report = _synced(index, folder, name)
     assert report.added or report.updated, "the attack must reach the index"
 
     assert _changed(before, _results(index)) == [], "the index already open changed"
-    if path is not None:
-        if store == "qdrant":  # a local Qdrant folder takes one client at a time
-            index.store.close()
-        reopened = Index.open(path, backend=backend)
+    if (reopened := _reopened(index, tmp_path, store)) is not None:
         assert _changed(before, _results(reopened)) == [], "a reopened index changed"
 
 
@@ -188,28 +213,17 @@ def _heavy(params: list) -> list:
 def test_a_group_document_cannot_change_the_results_of_users_outside_the_group(
     tmp_path, name, store
 ):
-    folder = tmp_path / "corpus"
-    shutil.copytree(sample_corpus(), folder)
-    path = {"memory": None, "sqlite": tmp_path / "index.sqlite", "qdrant": tmp_path / "qdrant"}[
-        store
-    ]
-    backend = "qdrant" if store == "qdrant" else "sqlite"
-    index = Index.from_folder(folder, embedder=name, path=path, backend=backend)
+    folder, index = _sample_index(tmp_path, name, store)
     before = _group_results(index, OUTSIDERS)
     assert all(before.values()), "the attack needs the questions to find something"
 
     _board_document(folder)
-    report = sync(
-        index.store, load_folder(folder).documents, chunker=Chunker(), embedder=embedder(name)
-    )
+    report = _synced(index, folder, name)
     assert "acme/board-minutes.md" in report.added
     member = Principal("bo", TENANT_A, {"board"})
     (first,) = index.retriever("bm25").search(BOARD_QUESTIONS[0], member, 1)
     assert first.chunk.doc_id == "acme/board-minutes.md", "the board must find its document"
 
     assert _changed(before, _group_results(index, OUTSIDERS)) == [], "the index already open"
-    if path is not None:
-        if store == "qdrant":  # a local Qdrant folder takes one client at a time
-            index.store.close()
-        reopened = Index.open(path, backend=backend)
+    if (reopened := _reopened(index, tmp_path, store)) is not None:
         assert _changed(before, _group_results(reopened, OUTSIDERS)) == [], "a reopened index"
