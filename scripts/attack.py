@@ -31,8 +31,8 @@ from attacks.common import (
     QUESTIONS,
     ROOT,
     answer_body,
+    answer_from,
     corpus_with,
-    fixed_server,
     llm_answer,
     quiet,
     run,
@@ -229,9 +229,7 @@ def dripping_server(tmp: Path) -> str:
 
 
 def oversized_response(tmp: Path) -> str:
-    server, url = fixed_server(200, answer_body("x" * 60_000_000))
-    outcome, text = llm_answer(url)
-    server.shutdown()
+    outcome, text = answer_from(200, answer_body("x" * 60_000_000))
     return (
         "held"
         if outcome == "error"
@@ -241,18 +239,14 @@ def oversized_response(tmp: Path) -> str:
 
 def truncated_body(tmp: Path) -> str:
     body = answer_body("25 days [1].")
-    server, url = fixed_server(200, body[: len(body) // 2], length=len(body))
-    outcome, text = llm_answer(url)
-    server.shutdown()
+    outcome, text = answer_from(200, body[: len(body) // 2], length=len(body))
     return "held" if outcome == "error" else f"FAILED: {outcome}: {text[-120:]}"
 
 
 def empty_or_uncited_answer(tmp: Path) -> str:
     failures = []
     for content in ("", "You get lots of days off."):
-        server, url = fixed_server(200, answer_body(content))
-        outcome, text = llm_answer(url)
-        server.shutdown()
+        outcome, text = answer_from(200, answer_body(content))
         if outcome == "crash":
             failures.append(f"{content!r}: traceback")
         elif outcome == "ok" and json.loads(text).get(

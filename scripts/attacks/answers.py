@@ -1,6 +1,6 @@
 """Attacks on answering: marks and instructions planted in documents, a hostile LLM server or
 setting, and questions long enough to exhaust the answerer. Each goes through the `raglab`
-command where it can (scripts/attack.py runs them; `python scripts/attack.py 13` runs these)."""
+command where it can (scripts/attack.py runs them; `python scripts/attack.py 14` runs these)."""
 
 from __future__ import annotations
 
@@ -17,31 +17,15 @@ from attacks.common import (
     CORPUS,
     KEY,
     answer_body,
+    answer_from,
     corpus_with,
+    fixed_server,
     llm_answer,
     quiet,
     run,
     serve,
     traceback_in,
 )
-
-
-def fixed_server(status: int, body: bytes):
-    """A server that reads the whole request, then sends `body` (so the client is never cut off
-    mid-request, which would hide what its parser does with the body)."""
-
-    @quiet
-    class Fixed(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    return serve(Fixed)
-
 
 # --- citations and injection ---------------------------------------------------------------------
 
@@ -112,22 +96,16 @@ def model_writes_look_alike_markers(tmp: Path) -> str:
     """A model copies "［９］" or "[**9**]" (five sources): a reader sees [9], so must the check."""
     slipped = []
     for mark in ("\uff3b\uff19\uff3d", "[**9**]", "\u30109\u3011"):
-        server, url = fixed_server(200, answer_body(f"Leave is 25 days [1]. Pay is public {mark}."))
-        try:
-            outcome, text = llm_answer(url)
-        finally:
-            server.shutdown()
+        outcome, text = answer_from(
+            200, answer_body(f"Leave is 25 days [1]. Pay is public {mark}.")
+        )
         if outcome != "ok" or json.loads(text)["verified"]:
             slipped.append(mark if outcome == "ok" else f"{mark}: {outcome} {text[-60:]}")
     return f"FAILED: passed as verified: {', '.join(slipped)}" if slipped else "held"
 
 
 def enormous_citation_number(tmp: Path) -> str:
-    server, url = fixed_server(200, answer_body(f"Leave is 25 days [1] [{'9' * 5000}]."))
-    try:
-        outcome, text = llm_answer(url)
-    finally:
-        server.shutdown()
+    outcome, text = answer_from(200, answer_body(f"Leave is 25 days [1] [{'9' * 5000}]."))
     if outcome != "ok":
         return f"FAILED: {outcome}: {text[-100:]}"
     answer = json.loads(text)
@@ -165,20 +143,12 @@ def _one_line_naming_the_server(outcome: str, text: str) -> str:
 
 
 def deeply_nested_json(tmp: Path) -> str:
-    server, url = fixed_server(200, b"[" * 100_000 + b"]" * 100_000)
-    try:
-        return _one_line_naming_the_server(*llm_answer(url))
-    finally:
-        server.shutdown()
+    return _one_line_naming_the_server(*answer_from(200, b"[" * 100_000 + b"]" * 100_000))
 
 
 def json_number_of_thousands_of_digits(tmp: Path) -> str:
     body = b'{"choices": [{"message": {"content": "25 days [1]."}}], "n": ' + b"9" * 5000 + b"}"
-    server, url = fixed_server(200, body)
-    try:
-        return _one_line_naming_the_server(*llm_answer(url))
-    finally:
-        server.shutdown()
+    return _one_line_naming_the_server(*answer_from(200, body))
 
 
 def key_echoed_encoded(tmp: Path) -> str:
@@ -194,11 +164,7 @@ def key_echoed_encoded(tmp: Path) -> str:
     }
     leaked = []
     for name, echoed in forms.items():
-        server, url = fixed_server(401, f'{{"error": "bad key", "echo": "{echoed}"}}'.encode())
-        try:
-            outcome, text = llm_answer(url)
-        finally:
-            server.shutdown()
+        outcome, text = answer_from(401, f'{{"error": "bad key", "echo": "{echoed}"}}'.encode())
         if echoed in text or KEY in text or outcome != "error":
             leaked.append(name)
     return f"FAILED: printed the key ({', '.join(leaked)})" if leaked else "held"
@@ -207,11 +173,7 @@ def key_echoed_encoded(tmp: Path) -> str:
 def key_in_the_answer(tmp: Path) -> str:
     leaked = []
     for echoed in (KEY, base64.b64encode(f"Bearer {KEY}".encode()).decode()):
-        server, url = fixed_server(200, answer_body(f"Leave is 25 days [1]. {echoed}"))
-        try:
-            outcome, text = llm_answer(url)
-        finally:
-            server.shutdown()
+        outcome, text = answer_from(200, answer_body(f"Leave is 25 days [1]. {echoed}"))
         if echoed in text or KEY in text or outcome == "crash":
             leaked.append(echoed[:12])
     return f"FAILED: printed the key ({', '.join(leaked)})" if leaked else "held"
@@ -263,11 +225,7 @@ def absurd_llm_timeout(tmp: Path) -> str:
 
 
 def terminal_escapes_in_an_answer(tmp: Path) -> str:
-    server, url = fixed_server(200, answer_body("Leave is 25 days [1].\x1b[2J\x1b]0;owned\x07"))
-    try:
-        outcome, text = llm_answer(url)
-    finally:
-        server.shutdown()
+    outcome, text = answer_from(200, answer_body("Leave is 25 days [1].\x1b[2J\x1b]0;owned\x07"))
     if outcome != "ok":
         return f"FAILED: {outcome}: {text[-80:]}"
     answer = json.loads(text)["answer"]

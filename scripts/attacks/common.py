@@ -89,9 +89,14 @@ def llm_answer(url: str, key: str | None = KEY, timeout: float = 5.0) -> tuple[s
 
 
 def fixed_server(status: int, body: bytes, length: int | None = None) -> tuple[Server, str]:
+    """A server that reads the whole request, then sends `body` (its Content-Length says
+    `length` when given, to lie about it), so the client is never cut off mid-request, which
+    would hide what its parser does with the body."""
+
     @quiet
     class Fixed(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body) if length is None else length))
@@ -102,3 +107,12 @@ def fixed_server(status: int, body: bytes, length: int | None = None) -> tuple[S
                 pass  # the client hung up on a body too large for it: what the attack wants
 
     return serve(Fixed)
+
+
+def answer_from(status: int, body: bytes, length: int | None = None) -> tuple[str, str]:
+    """`llm_answer` from a `fixed_server` sending `body`, stopped afterwards."""
+    server, url = fixed_server(status, body, length)
+    try:
+        return llm_answer(url)
+    finally:
+        server.shutdown()
