@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from raglab import Chunk, Hit
+from raglab import Hit
 from raglab.generate.llm_rerank import LLMReranker, order_from_reply
 from raglab.generate.prompting import Prompt
 from raglab.retrieve.fusion import Fusion, Rankings
 from raglab.retrieve.rerank import candidates
-
-
-def chunk(doc: str, text: str, title: str = "") -> Chunk:
-    return Chunk(doc, 0, text, 0, len(text), title=title)
-
-
-LEAVE = chunk("leave.md", "Annual leave is 25 days. Leave carries over.", "Leave policy")
-VPN = chunk("vpn.md", "Connect the VPN before you open the wiki.", "VPN")
-TRAVEL = chunk("travel.md", "Days abroad: the meal allowance is paid.", "Travel")
-RANKINGS = Rankings(
-    dense=(Hit(VPN, 0.6), Hit(LEAVE, 0.5), Hit(TRAVEL, 0.1)),
-    keyword=(Hit(LEAVE, 7.0), Hit(TRAVEL, 3.5)),
-)
+from tests.retrieve.test_rerank import RANKINGS, VPN, chunk
 
 
 class Scripted:

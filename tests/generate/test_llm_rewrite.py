@@ -5,18 +5,7 @@ from __future__ import annotations
 import pytest
 
 from raglab.generate.llm_rewrite import LLMRewriter, rewriter_from_env
-from raglab.generate.prompting import Prompt
-
-
-class FakeModel:
-    """A generator that answers from a script and records what it was sent."""
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies, self.prompts = list(replies), []
-
-    def generate(self, prompt: Prompt) -> str:
-        self.prompts.append(prompt)
-        return self.replies.pop(0)
+from tests.retrieve.test_query_expansion import FakeModel
 
 
 def test_llm_rewriter_parses_lines_and_adds_hyde():
