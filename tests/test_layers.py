@@ -35,6 +35,7 @@ ORDER = (
     "store",
     "generate",
     "pipeline",
+    "longcontext",
     "evaluation",
     "workbook",
     "cli",

@@ -1,0 +1,81 @@
+"""raglab.evaluation.longcontext: long context against RAG, lost in the middle, leaks, fine-tuning."""
+
+from __future__ import annotations
+
+import pytest
+
+from raglab.evaluation import longcontext as lc
+from raglab.evaluation.questions import load_questions
+from raglab.ingest.loaders import load_folder
+from raglab.longcontext.cost import Prices
+from tests.conftest import CORPUS, QUESTIONS
+
+PRICES = Prices(input_per_million=3.0, output_per_million=15.0)
+
+
+@pytest.fixture(scope="module")
+def documents():
+    return load_folder(CORPUS).documents
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return load_questions(QUESTIONS)
+
+
+def by_id(questions, *ids):
+    return [q for q in questions if q.id in ids]
+
+
+def test_long_context_reads_many_times_the_tokens_and_costs_accordingly(
+    corpus_index, documents, questions
+):
+    asked = by_id(questions, "q001", "q002", "q084", "q074")
+    long, rag = lc.compare(asked, corpus_index, documents, prices=PRICES)
+    assert (long.method, rag.method) == ("long context", "rag")
+    assert long.input_tokens > 5 * rag.input_tokens
+    expected = 1000 * (long.input_tokens * 3 + long.output_tokens * 15) / 1e6
+    assert long.cost_per_1000 == pytest.approx(expected)
+    assert long.leaks == rag.leaks == 0
+    assert long.abstention_on_unanswerable == 1.0  # q084 asks for hr's salary bands, outside hr
+    assert long.key_fact == 1.0  # q001, q002 and q074 (asked by hr) state their key fact
+    table = lc.format_table([long, rag], PRICES)
+    assert "3 per million input tokens and 15 per million output" in table
+    assert table.splitlines()[2].startswith("long context")
+
+
+def test_the_offline_answerer_does_not_lose_the_middle(documents, questions):
+    asked = by_id(questions, "q001", "q003", "q074", "q010")
+    rows = lc.position_sweep(asked, documents)
+    assert [r.position for r in rows] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    # it scores every sentence on its own: the position changes nothing
+    assert len({(r.answered_with_relevant_citation, r.key_fact) for r in rows}) == 1
+
+
+def test_pasting_everything_leaks_and_filtering_does_not(documents, questions):
+    probes = by_id(questions, "q084", "q085", "q086")
+    pasted, filtered = lc.leak_demo(probes, documents)
+    assert pasted.forbidden_documents > 3 * 20 and pasted.forbidden_sentences > 1000
+    assert pasted.answers_citing_forbidden >= 2
+    assert (filtered.forbidden_documents, filtered.forbidden_sentences) == (0, 0)
+    assert filtered.answers_citing_forbidden == 0
+
+
+def test_fine_tuning_tells_anyone_cites_nothing_and_stays_stale(documents, questions):
+    demo = lc.fine_tune_demo(questions, documents)
+    assert demo.learned >= 0.9 * demo.trained_on
+    assert demo.restricted >= 5
+    assert demo.forbidden_told_model == demo.restricted and demo.forbidden_told_long == 0
+    assert demo.cited_model == 0 < demo.cited_long
+    assert demo.edited >= 10 and demo.stale_model == demo.edited
+    assert demo.fresh_long > demo.edited // 2
+
+
+def test_an_edited_fact_changes_its_first_number():
+    assert lc.edited_fact("25 working days") == "26 working days"
+    assert lc.edited_fact("from 1 to 9") == "from 2 to 9"
+
+
+def test_without_a_configured_model_there_is_none(monkeypatch):
+    monkeypatch.delenv("RAGLAB_LLM_URL", raising=False)
+    assert lc.configured_model() is None
