@@ -25,6 +25,7 @@ from raglab.workbook.checks import (
     improve,
     improve_more,
     improve_versions,
+    longcontext,
     retrieval,
     scale,
     testing,
@@ -47,6 +48,7 @@ from raglab.workbook.checks.generation import *  # noqa: F403
 from raglab.workbook.checks.improve import *  # noqa: F403
 from raglab.workbook.checks.improve_more import *  # noqa: F403
 from raglab.workbook.checks.improve_versions import *  # noqa: F403
+from raglab.workbook.checks.longcontext import *  # noqa: F403
 from raglab.workbook.checks.retrieval import *  # noqa: F403
 from raglab.workbook.checks.scale import *  # noqa: F403
 from raglab.workbook.checks.testing import *  # noqa: F403
@@ -66,6 +68,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
+    **longcontext.CHECKS,  # 13
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -106,6 +109,7 @@ REFERENCES: tuple[Callable, ...] = (
     improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
+    longcontext.long_context_cost,  # 13
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -138,6 +142,7 @@ __all__ = [
     *improve.__all__,
     *improve_more.__all__,
     *improve_versions.__all__,
+    *longcontext.__all__,
     *retrieval.__all__,
     *scale.__all__,
     *testing.__all__,
