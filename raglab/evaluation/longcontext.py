@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from raglab.embed.embedders import embedder as make_embedder
 from raglab.embed.tokens import TokenCount, wordpiece_counter
 from raglab.evaluation.metrics import holds_key_fact
 from raglab.evaluation.questions import Question
 from raglab.generate.generation import Generator
 from raglab.generate.llm_rewrite import rewriter_from_env
 from raglab.generate.prompting import Prompt, build_prompt
+from raglab.ingest.chunking import Chunker
 from raglab.longcontext.cost import Prices, cost_per_question
 from raglab.longcontext.finetuned import fine_tune
+from raglab.longcontext.growth import grown
 from raglab.longcontext.leaks import leak_count, pasted_whole_corpus
 from raglab.longcontext.position import DEFAULT_POSITIONS, move_to
 from raglab.longcontext.whole_corpus import (
@@ -39,6 +43,8 @@ from raglab.longcontext.whole_corpus import (
 )
 from raglab.pipeline import Index, ask
 from raglab.records import Answer, Document, Hit, Principal
+from raglab.store.indexing import sync
+from raglab.store.memory import MemoryStore
 
 LONG, RAG = "long context", "rag"
 
@@ -178,14 +184,20 @@ def compare(
     prices: Prices,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     count_tokens: TokenCount | None = None,
+    generator: Generator | None = None,
 ) -> tuple[MethodRow, MethodRow]:
     """Long context and RAG on every question: (long context row, RAG row).
 
     `index` holds the same `documents` (RAG retrieves from it); `count_tokens` defaults to
-    MiniLM's WordPiece.
+    MiniLM's WordPiece; `generator` answers the long prompts (default: the offline answerer
+    scoring with the hashing embedder; RAG's answerer uses the index's embedder, as `ask` does).
     """
     count = count_tokens or wordpiece_counter()
-    long = [long_outcome(q, documents, count, max_tokens=max_tokens) for q in questions]
+    generator = generator or default_generator()
+    long = [
+        long_outcome(q, documents, count, max_tokens=max_tokens, generator=generator)
+        for q in questions
+    ]
     rag = [rag_outcome(q, index, count) for q in questions]
     return summarise(long, prices), summarise(rag, prices)
 
@@ -212,6 +224,54 @@ def format_table(rows: Sequence[MethodRow], prices: Prices) -> str:
             f"{_percent(r.abstention_on_unanswerable):>9}{_percent(r.key_fact):>9}{r.leaks:>7}"
         )
     return "\n".join(lines)
+
+
+# --- as the corpus grows -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthPoint:
+    """Long context and RAG on one grown corpus: `copies` of the filler added, `documents`
+    in all, and whether the long prompt fits the budget (`fits`). Over the budget a model
+    could not read it; the offline answerer can, so its quality is still shown."""
+
+    copies: int
+    documents: int
+    fits: bool
+    long: MethodRow
+    rag: MethodRow
+
+
+def growth_curve(
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+    filler: Sequence[Document],
+    *,
+    tenant: str,
+    copies: Sequence[int],
+    prices: Prices,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    count_tokens: TokenCount | None = None,
+) -> list[GrowthPoint]:
+    """The questions of `tenant`'s users on the corpus grown by each number of `copies`."""
+    count = count_tokens or wordpiece_counter()
+    generator = default_generator()
+    asked = [q for q in questions if q.tenant == tenant]
+    points = []
+    for n in copies:
+        docs = grown(documents, filler, copies=n, tenant=tenant)
+        store = MemoryStore()
+        report = sync(store, docs, chunker=Chunker(), embedder=make_embedder("hashing"))
+        index = Index(store, report.embedder, report)
+        long = [
+            long_outcome(q, docs, count, max_tokens=sys.maxsize, generator=generator) for q in asked
+        ]
+        rag = [rag_outcome(q, index, count) for q in asked]
+        fits = max(o.input_tokens for o in long) <= max_tokens
+        points.append(
+            GrowthPoint(n, len(docs), fits, summarise(long, prices), summarise(rag, prices))
+        )
+    return points
 
 
 # --- lost in the middle -------------------------------------------------------------------

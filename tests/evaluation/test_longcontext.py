@@ -79,3 +79,23 @@ def test_an_edited_fact_changes_its_first_number():
 def test_without_a_configured_model_there_is_none(monkeypatch):
     monkeypatch.delenv("RAGLAB_LLM_URL", raising=False)
     assert lc.configured_model() is None
+
+
+def test_as_the_corpus_grows_long_context_pays_for_all_of_it_and_rag_does_not(documents, questions):
+    from raglab.ingest.loaders import load_folder
+    from raglab.samples import transfer_corpus
+
+    filler = load_folder(transfer_corpus()).documents
+    asked = by_id(questions, "q001", "q002", "q003")
+    small, bigger = lc.growth_curve(
+        asked, documents, filler, tenant="acme", copies=(0, 1), prices=PRICES, max_tokens=15_000
+    )
+    assert (small.copies, bigger.copies) == (0, 1)
+    assert bigger.documents == small.documents + len(filler)
+    assert (small.fits, bigger.fits) == (True, False)  # the copy pushes it over 15,000 tokens
+    added = bigger.long.input_tokens - small.long.input_tokens
+    assert added > 5_000  # a copy of the transfer corpus is thousands of tokens
+    assert abs(bigger.rag.input_tokens - small.rag.input_tokens) < 500  # still five chunks
+    # both still find the answers (the filler answers nothing; it moves the answerer's
+    # abstention features, which were calibrated on five retrieved chunks, not a corpus)
+    assert small.long.key_fact >= 2 / 3 and bigger.long.key_fact >= 2 / 3
