@@ -66,7 +66,7 @@ def plot_cost_quality(results: Mapping[str, Any]) -> Any:
     points = growth_points(results)
     budget = results.get("max_tokens")
     fig, (cost, quality) = _figure(2)
-    x = [p.corpus_tokens for p in points]
+    x = [p.corpus_tokens / 1000 for p in points]  # thousands: short tick labels
     for ax, long, rag in (
         (cost, [p.long_cost for p in points], [p.rag_cost for p in points]),
         (quality, [p.long_key_fact for p in points], [p.rag_key_fact for p in points]),
@@ -75,16 +75,28 @@ def plot_cost_quality(results: Mapping[str, Any]) -> Any:
         ax.plot(x, rag, color=RAG_COLOUR, lw=2, label="RAG (top 5 chunks)")
         for p, y in zip(points, long):
             ax.plot(
-                p.corpus_tokens, y, "o", color=LONG_COLOUR, mfc=LONG_COLOUR if p.fits else "white"
+                p.corpus_tokens / 1000,
+                y,
+                "o",
+                color=LONG_COLOUR,
+                mfc=LONG_COLOUR if p.fits else "white",
             )
         ax.plot(x, rag, "s", color=RAG_COLOUR, ms=4)
         if budget:
-            ax.axvline(budget, color="grey", lw=1, ls="--")
-        ax.set_xlabel("corpus in the prompt, tokens (log scale)")
+            ax.axvline(budget / 1000, color="grey", lw=1, ls="--")
+        ax.set_xlabel("corpus pasted, thousand tokens (log)")
     _log_axes(cost)
     _log_axes(quality, y=False)
     if budget:
-        cost.annotate(f" budget {budget:,}", (budget, min(p.rag_cost for p in points)), fontsize=8)
+        cost.annotate(
+            f"budget {budget:,} tokens",
+            (budget / 1000, 0.5),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            ha="right",
+            va="center",
+            fontsize=8,
+        )
     cost.set_ylabel("cost of 1,000 questions (log scale)")
     quality.set_ylabel("answered with the key fact")
     quality.set_ylim(0, 1)
@@ -96,5 +108,9 @@ def plot_cost_quality(results: Mapping[str, Any]) -> Any:
             "per million tokens",
             fontsize=9,
         )
-    quality.set_title("hollow: over the budget", fontsize=9)
+    asked = results.get("growth_questions")
+    quality.set_title(
+        f"{asked} questions; hollow: over the budget" if asked else "hollow: over the budget",
+        fontsize=9,
+    )
     return fig
