@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from raglab.evaluation import longcontext as lc
@@ -9,6 +11,7 @@ from raglab.evaluation.questions import load_questions
 from raglab.ingest.loaders import load_folder
 from raglab.longcontext.cost import Prices
 from tests.conftest import CORPUS, QUESTIONS
+from tests.generate.test_openai_http import server  # noqa: F401  (a fixture)
 
 PRICES = Prices(input_per_million=3.0, output_per_million=15.0)
 
@@ -99,3 +102,46 @@ def test_as_the_corpus_grows_long_context_pays_for_all_of_it_and_rag_does_not(do
     # both still find the answers (the filler answers nothing; it moves the answerer's
     # abstention features, which were calibrated on five retrieved chunks, not a corpus)
     assert small.long.key_fact >= 2 / 3 and bigger.long.key_fact >= 2 / 3
+
+
+class EndsReader:
+    """A stand-in for a model that is lost in the middle: it reads only the first and the last
+    source of its prompt (the others blanked, their numbers kept) and answers as the offline
+    answerer would from what it read."""
+
+    def __init__(self) -> None:
+        from raglab.longcontext.whole_corpus import default_generator
+
+        self.answerer = default_generator()
+
+    def generate(self, prompt):
+        import dataclasses
+
+        last = len(prompt.sources) - 1
+        read = tuple(
+            hit
+            if i in (0, last)
+            else dataclasses.replace(hit, chunk=dataclasses.replace(hit.chunk, text=""))
+            for i, hit in enumerate(prompt.sources)
+        )
+        return self.answerer.generate(dataclasses.replace(prompt, sources=read))
+
+
+def test_the_sweep_shows_a_model_that_loses_the_middle(documents, questions):
+    asked = by_id(questions, "q001", "q003", "q010")
+    rows = lc.position_sweep(asked, documents, positions=(0.0, 0.5, 1.0), generator=EndsReader())
+    found = [r.answered_with_relevant_citation for r in rows]
+    assert found[0] == found[2] > found[1] == 0.0  # the U of "Lost in the Middle"
+
+
+def test_a_configured_model_reads_the_long_prompt(monkeypatch, server, documents, questions):  # noqa: F811
+    server.answer("Every full-time employee receives 25 working days of annual leave [1].")
+    monkeypatch.setenv("RAGLAB_LLM_URL", server.url)
+    monkeypatch.setenv("RAGLAB_LLM_MODEL", "test-model")
+    model = lc.configured_model()
+    assert model is not None
+    rows = lc.position_sweep(by_id(questions, "q001"), documents, positions=(0.0,), generator=model)
+    assert rows[0].key_fact == 1.0  # at position 0, [1] is the leave policy itself
+    sent = json.loads(server.requests[0]["body"])
+    assert "acme/policies/leave.md" in sent["messages"][1]["content"]  # the whole corpus was sent
+    assert "globex" not in sent["messages"][1]["content"]  # and only the asker's
