@@ -232,8 +232,9 @@ def format_table(rows: Sequence[MethodRow], prices: Prices) -> str:
 @dataclass(frozen=True, slots=True)
 class GrowthPoint:
     """Long context and RAG on one grown corpus: `copies` of the filler added, `documents`
-    in all, and whether the long prompt fits the budget (`fits`). Over the budget a model
-    could not read it; the offline answerer can, so its quality is still shown."""
+    in all, and whether the long prompt fits the budget (`fits`: its mean over the questions,
+    which differ by a question's few tokens). Over the budget a model could not read it; the
+    offline answerer can, so its quality is still shown."""
 
     copies: int
     documents: int
@@ -267,10 +268,9 @@ def growth_curve(
             long_outcome(q, docs, count, max_tokens=sys.maxsize, generator=generator) for q in asked
         ]
         rag = [rag_outcome(q, index, count) for q in asked]
-        fits = max(o.input_tokens for o in long) <= max_tokens
-        points.append(
-            GrowthPoint(n, len(docs), fits, summarise(long, prices), summarise(rag, prices))
-        )
+        row = summarise(long, prices)
+        fits = row.input_tokens <= max_tokens
+        points.append(GrowthPoint(n, len(docs), fits, row, summarise(rag, prices)))
     return points
 
 

@@ -10,12 +10,14 @@ function only draws it, in the style of `raglab.workbook.viz`. matplotlib is imp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any, NamedTuple
 
+from raglab.longcontext.cost import Prices, cost_per_question
 from raglab.workbook.viz import OKABE_ITO, _figure
 from raglab.workbook.viz_scale import _log_axes
 
-__all__ = ["CurvePoint", "first_over_budget", "growth_points", "plot_cost_quality"]
+__all__ = ["CurvePoint", "first_over_budget", "growth_points", "plot_cost_quality", "repriced"]
 
 LONG_COLOUR, RAG_COLOUR = OKABE_ITO[4], OKABE_ITO[3]
 
@@ -57,6 +59,27 @@ def growth_points(results: Mapping[str, Any]) -> list[CurvePoint]:
 def first_over_budget(points: Sequence[CurvePoint]) -> CurvePoint | None:
     """The smallest corpus whose long prompt does not fit the budget (None: all fit)."""
     return next((p for p in points if not p.fits), None)
+
+
+def repriced(
+    results: Mapping[str, Any], *, input_price: float, output_price: float, budget: int
+) -> dict[str, Any]:
+    """`results` at other prices and another budget: each growth row's cost of 1,000
+    questions recomputed from its tokens in and out, and `fits` from its long prompt's
+    tokens (the mean over the questions: they differ by a question's few tokens only).
+    What the notebook's sliders call; the measured tokens and answers stay as they are."""
+    prices = Prices(input_price, output_price)
+
+    def priced(method: Mapping[str, Any]) -> dict[str, Any]:
+        tokens_in, tokens_out = method["input_tokens"], method["output_tokens"]
+        return {**method, "cost_per_1000": 1000 * cost_per_question(tokens_in, tokens_out, prices)}
+
+    rows = [
+        {**row, "long": priced(row["long"]), "rag": priced(row["rag"]),
+         "fits": row["long"]["input_tokens"] <= budget}
+        for row in results["growth"]
+    ]  # fmt: skip
+    return {**results, "growth": rows, "max_tokens": budget, "prices_per_million": asdict(prices)}
 
 
 def plot_cost_quality(results: Mapping[str, Any]) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from raglab.evaluation import longcontext as lc
 from raglab.evaluation.questions import load_questions
 from raglab.ingest.loaders import load_folder
 from raglab.longcontext.cost import Prices
+from raglab.workbook.viz_longcontext import growth_points
 from tests.conftest import CORPUS, QUESTIONS
 from tests.generate.test_openai_http import server  # noqa: F401  (a fixture)
 
@@ -102,6 +104,9 @@ def test_as_the_corpus_grows_long_context_pays_for_all_of_it_and_rag_does_not(do
     # both still find the answers (the filler answers nothing; it moves the answerer's
     # abstention features, which were calibrated on five retrieved chunks, not a corpus)
     assert small.long.key_fact >= 2 / 3 and bigger.long.key_fact >= 2 / 3
+    # the notebook draws these points when the benchmark's results are missing
+    drawn = growth_points({"growth": [dataclasses.asdict(p) for p in (small, bigger)]})
+    assert [p.fits for p in drawn] == [True, False]
 
 
 class EndsReader:

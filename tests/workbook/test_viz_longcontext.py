@@ -12,12 +12,18 @@ import pytest
 from matplotlib.figure import Figure
 
 from raglab.workbook import viz_longcontext
-from raglab.workbook.viz_longcontext import first_over_budget, growth_points, plot_cost_quality
+from raglab.workbook.viz_longcontext import (
+    first_over_budget,
+    growth_points,
+    plot_cost_quality,
+    repriced,
+)
 
 
 def row(tokens: float, fits: bool) -> dict:
-    method = {"input_tokens": tokens, "cost_per_1000": tokens * 3 / 1000, "key_fact": 0.6}
-    rag = {"input_tokens": 850, "cost_per_1000": 2.6, "key_fact": 0.5}
+    method = {"input_tokens": tokens, "output_tokens": 0, "cost_per_1000": tokens * 3 / 1000}
+    rag = {"input_tokens": 850, "output_tokens": 40, "cost_per_1000": 2.6, "key_fact": 0.5}
+    method["key_fact"] = 0.6
     return {"copies": int(tokens // 10_000), "fits": fits, "long": method, "rag": rag}
 
 
@@ -62,3 +68,15 @@ def test_the_figure_draws_both_methods_and_the_budget():
 
 def test_the_module_lists_what_it_offers():
     assert viz_longcontext.__all__
+
+
+def test_repriced_recomputes_costs_and_the_budget_and_keeps_the_measurements():
+    cheap = repriced(results(), input_price=1.0, output_price=2.0, budget=300_000)
+    points = growth_points(cheap)
+    assert [p.fits for p in points] == [True, True, True, False]
+    assert points[0].long_cost == pytest.approx(1000 * 9_000 / 1e6)
+    assert points[0].rag_cost == pytest.approx(1000 * (850 + 40 * 2) / 1e6)
+    assert [p.long_key_fact for p in points] == [0.6] * 4
+    assert cheap["max_tokens"] == 300_000
+    assert cheap["prices_per_million"] == {"input_per_million": 1.0, "output_per_million": 2.0}
+    assert results()["max_tokens"] == 100_000  # the original is left as it was
