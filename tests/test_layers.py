@@ -35,6 +35,7 @@ ORDER = (
     "store",
     "generate",
     "pipeline",
+    "graph",
     "evaluation",
     "workbook",
     "cli",
