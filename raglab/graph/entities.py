@@ -33,8 +33,7 @@ _NAME = re.compile(rf"{_PART}(?: (?:of |de |do )?{_PART})*")
 _WORD_BEFORE = re.compile(r"[A-Za-z0-9]$")
 
 CALENDAR = frozenset(
-    "january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday".split()
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 )
 """Month and day names are capitalised but name no thing: they would join every date."""
 
