@@ -140,10 +140,7 @@ def build_graph(sentences: Sequence[GraphSentence]) -> EntityGraph:
     one also met inside a sentence ("Ledgerly") is. Hubs (`HUB_SHARE`) are left out.
     """
     inside = {c.key for s in sentences for c in s.mentions if not c.initial}
-    named = [
-        [c for c in s.mentions if c.kind != "name" or not c.initial or c.key in inside]
-        for s in sentences
-    ]
+    named = [[r for c in s.mentions if (r := _resolved(c, inside))] for s in sentences]
     hubs = _hubs(sentences, named)
     evidence, relations, spellings = [], defaultdict(lambda: [0, set()]), defaultdict(Counter)
     kinds: dict[str, str] = {}
@@ -174,6 +171,15 @@ def build_graph(sentences: Sequence[GraphSentence]) -> EntityGraph:
         {pair: Relation(*pair, w, tuple(sorted(k))) for pair, (w, k) in sorted(relations.items())},
         tuple(evidence),
     )
+
+
+def _resolved(mention: Candidate, inside: set[str]) -> Candidate | None:
+    """The mention as an entity: itself unless it is a name met only at a sentence's start;
+    then its tail if that is met inside a sentence ("Use Ledgerly" -> "Ledgerly"), else None."""
+    if mention.kind != "name" or not mention.initial or mention.key in inside:
+        return mention
+    tail = mention.tail()
+    return tail if tail is not None and tail.key in inside else None
 
 
 def keys_in_order(first: Mapping[str, Candidate]) -> tuple[str, ...]:

@@ -33,7 +33,27 @@ _NAME = re.compile(rf"{_PART}(?: (?:of |de |do )?{_PART})*")
 _WORD_BEFORE = re.compile(r"[A-Za-z0-9]$")
 
 CALENDAR = frozenset(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ]
 )
 """Month and day names are capitalised but name no thing: they would join every date."""
 
@@ -60,6 +80,14 @@ class Candidate:
     kind: str  # "code", "acronym", "team" or "name"
     start: int
     initial: bool = False
+
+    def tail(self) -> Candidate | None:
+        """A sentence-initial name without its first word ("Use Ledgerly" -> "Ledgerly"),
+        for when the whole is never met inside a sentence; None for one word."""
+        words = self.name.split(" ", 1)
+        if len(words) == 1:
+            return None
+        return Candidate(words[1], self.kind, self.start + len(words[0]) + 1)
 
     @property
     def key(self) -> str:
@@ -98,13 +126,16 @@ def candidates(sentence: str) -> list[Candidate]:
         if free(*m.span()):
             found.append(Candidate(m[0], "acronym", m.start()))
             taken.append(m.span())
-    for m in _NAME.finditer(sentence):
+    masked = list(sentence)  # a name never runs into a code or a team found above
+    for a, b in taken:
+        masked[a:b] = "#" * (b - a)
+    for m in _NAME.finditer("".join(masked)):
         start, end = m.span()
         if not free(start, end) or (start and _WORD_BEFORE.search(sentence[:start])):
             continue
         if sentence[end : end + 1] == ":":  # a label ("Fix:", a table's "Meaning:")
             continue
-        name = _without_leading_stopwords(m[0])
+        name = _without_leading_stopwords(m[0].rstrip())
         if len(name) < 2:  # "C", "W1"'s letter: a wire label, not a name
             continue
         start = end - len(name)

@@ -28,18 +28,36 @@ from raglab.embed.tokens import TokenCount
 from raglab.generate.citations import verify_citations
 from raglab.generate.generation import ABSTENTION
 from raglab.graph.building import Evidence
-from raglab.graph.reader import ReaderGraph
+from raglab.generate.prompting import check_question
+from raglab.graph.reader import GraphIndex, ReaderGraph
 from raglab.ingest.stems import content_stems
-from raglab.records import Answer, Chunk, Hit
+from raglab.records import Answer, Chunk, Hit, Principal
 from raglab.store.access import can_read
 
-__all__ = ["MODES", "answer_of", "global_search", "local_search", "named_entities"]
+__all__ = ["MODES", "answer_of", "global_search", "graph_ask", "local_search", "named_entities"]
 
 MODES = ("global", "local")
 SPREAD = 0.5
 """In the reduce step, each further line of one community counts this much less."""
 DEFAULT_TOKENS = 400
 """The token budget of a graph answer's quoted lines (and of the chunks it is compared with)."""
+
+
+def graph_ask(
+    question: str,
+    graphs: GraphIndex,
+    principal: Principal,
+    *,
+    mode: str = "global",
+    count: TokenCount,
+    max_tokens: int = DEFAULT_TOKENS,
+) -> Answer:
+    """Answer `question` for `principal` through their graph: `mode` "global" or "local"."""
+    check_question(question)
+    if mode not in MODES:
+        raise ValueError(f"unknown graph search {mode!r}; choose from: {', '.join(MODES)}")
+    search = global_search if mode == "global" else local_search
+    return search(question, graphs.view(principal), count=count, max_tokens=max_tokens)
 
 
 def global_search(
