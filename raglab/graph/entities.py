@@ -31,6 +31,7 @@ _TEAM = re.compile(r"(?<!['\u2019])\b((?:[A-Za-z]+ )?[A-Za-z]+) (team|desk)\b")
 _PART = r"[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\+?"
 _NAME = re.compile(rf"{_PART}(?: (?:of |de |do )?{_PART})*")
 _WORD_BEFORE = re.compile(r"[A-Za-z0-9]$")
+_AFTER_NAME = re.compile(r"(?<![.:;!?] )(?<!^)\b[A-Z][a-z][A-Za-z]* $")
 
 CALENDAR = frozenset(
     [
@@ -64,9 +65,9 @@ RELATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("fixes", re.compile(r"\b(fix(es|ed)?|resolves?|adds?)\b", re.IGNORECASE)),
     ("replaces", re.compile(r"\b(replac(es|ed)|supersedes?|instead of)\b", re.IGNORECASE)),
     ("approves", re.compile(r"\bapprov(es|ed|al)\b", re.IGNORECASE)),
-    ("reports to", re.compile(r"\b(report|email|call|contact)\w*\b", re.IGNORECASE)),
+    ("reports to", re.compile(r"\b(report\w* (\w+ )?to|escalat\w* to|contact)\b", re.IGNORECASE)),
     ("needs", re.compile(r"\b(needs?|requires?|must use)\b", re.IGNORECASE)),
-    ("part of", re.compile(r"\b(part of|in the|includes?|included in)\b", re.IGNORECASE)),
+    ("part of", re.compile(r"\b(part of|includes?|included in)\b", re.IGNORECASE)),
 )
 """A relation's kind, by the words between two mentions; the first pattern that matches wins."""
 
@@ -123,6 +124,8 @@ def candidates(sentence: str) -> list[Candidate]:
         found.append(Candidate(name, "team", m.end() - len(name)))
         taken.append((m.end() - len(name), m.end()))
     for m in _ACRONYM.finditer(sentence):
+        if _AFTER_NAME.search(sentence[: m.start()]):
+            continue  # "Acme ID", "AcmeConnect VPN": the end of a name, found below
         if free(*m.span()):
             found.append(Candidate(m[0], "acronym", m.start()))
             taken.append(m.span())

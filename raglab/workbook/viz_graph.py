@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from raglab.graph.reader import ReaderGraph
-from raglab.workbook.viz import OKABE_ITO, _figure
+from raglab.workbook.viz import DPI, OKABE_ITO
 
 __all__ = ["GraphPicture", "graph_picture", "plot_reader_graphs"]
+
+PANEL_INCHES = 4.6
+"""Each reader's panel is square: a graph needs room for its names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +61,11 @@ def plot_reader_graphs(views: Sequence[ReaderGraph], titles: Sequence[str]) -> A
     """One panel per reader: their graph's largest communities, coloured, with a few names."""
     if len(views) != len(titles):
         raise ValueError(f"one title per view (got {len(views)} views, {len(titles)} titles)")
-    fig, axes = _figure(len(views))
-    for ax, view, title in zip(list(getattr(axes, "flat", [axes])), views, titles):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(PANEL_INCHES * len(views), PANEL_INCHES), dpi=DPI, layout="constrained")
+    axes = fig.subplots(1, len(views), squeeze=False)[0]
+    for ax, view, title in zip(axes, views, titles):
         picture = graph_picture(view)
         for a, b in picture.edges:
             (x0, y0), (x1, y1) = picture.positions[a], picture.positions[b]
