@@ -142,35 +142,37 @@ def build_graph(sentences: Sequence[GraphSentence]) -> EntityGraph:
     inside = {c.key for s in sentences for c in s.mentions if not c.initial}
     named = [[r for c in s.mentions if (r := _resolved(c, inside))] for s in sentences]
     hubs = _hubs(sentences, named)
-    evidence, relations, spellings = [], defaultdict(lambda: [0, set()]), defaultdict(Counter)
+    evidence: list[Evidence] = []
+    weights: Counter[tuple[str, str]] = Counter()
+    typed: dict[tuple[str, str], set[str]] = defaultdict(set)
+    spellings: dict[str, Counter[str]] = defaultdict(Counter)
     kinds: dict[str, str] = {}
     docs: dict[str, set[str]] = defaultdict(set)
     for sentence, mentions in zip(sentences, named, strict=True):
-        mentions = [c for c in mentions if c.key not in hubs]
-        first: dict[str, Candidate] = {}
+        first: dict[str, Candidate] = {}  # each entity's first mention in the sentence
         for c in mentions:
+            if c.key in hubs:
+                continue
             first.setdefault(c.key, c)
             spellings[c.key][c.name] += 1
             kinds.setdefault(c.key, c.kind)
             docs[c.key].add(sentence.chunk.doc_id)
-        keys = sorted(first)
         evidence.append(Evidence(sentence.chunk, sentence.text, keys_in_order(first)))
-        for a, b in combinations(keys, 2):
-            edge = relations[(a, b)]
-            edge[0] += 1
+        for a, b in combinations(sorted(first), 2):
+            weights[(a, b)] += 1
             left, right = sorted((first[a], first[b]), key=lambda c: c.start)
             kind = relation_kind(sentence.text[left.start + len(left.name) : right.start])
             if kind != "co-occurs":
-                edge[1].add(kind)
+                typed[(a, b)].add(kind)
     entities = {
         key: Entity(key, _most_common(spellings[key]), kinds[key], tuple(sorted(docs[key])))
         for key in sorted(spellings)
     }
-    return EntityGraph(
-        entities,
-        {pair: Relation(*pair, w, tuple(sorted(k))) for pair, (w, k) in sorted(relations.items())},
-        tuple(evidence),
-    )
+    relations = {
+        (a, b): Relation(a, b, weights[(a, b)], tuple(sorted(typed.get((a, b), ()))))
+        for a, b in sorted(weights)
+    }
+    return EntityGraph(entities, relations, tuple(evidence))
 
 
 def _resolved(mention: Candidate, inside: set[str]) -> Candidate | None:

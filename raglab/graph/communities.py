@@ -89,7 +89,7 @@ def communities(graph: EntityGraph, *, min_size: int = 2) -> list[Community]:
     for r in graph.relations.values():
         degree[r.a] += r.weight
         degree[r.b] += r.weight
-    found = []
+    found: list[Community] = []
     for group in groups_of(label_propagation(graph.weights())):
         if len(group) >= min_size:
             ranked = tuple(sorted(group, key=lambda key: (-degree[key], key)))

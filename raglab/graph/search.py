@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from raglab.embed.tokens import TokenCount
 from raglab.generate.citations import verify_citations
 from raglab.generate.generation import ABSTENTION
-from raglab.graph.building import Evidence
 from raglab.generate.prompting import check_question
+from raglab.graph.building import Evidence
 from raglab.graph.reader import GraphIndex, ReaderGraph
 from raglab.ingest.stems import content_stems
 from raglab.records import Answer, Chunk, Hit, Principal
