@@ -42,6 +42,7 @@ def totals(rows: list[dict]) -> dict:
         "graph": graph,
         "chunks": chunks,
         "ask": ask,
+        "ask_abstained": sum(r["ask_abstained"] for r in rows),
         "graph_vs_chunks": round(graph / chunks, 2) if chunks else None,
         "graph_docs_mean": round(sum(r["graph_docs"] for r in rows) / len(rows), 2),
         "chunk_docs_mean": round(sum(r["chunk_docs"] for r in rows) / len(rows), 2),

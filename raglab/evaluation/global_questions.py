@@ -43,6 +43,7 @@ class GlobalRow:
     graph: int
     chunks: int
     ask: int
+    ask_abstained: bool
     graph_docs: int
     chunk_docs: int
     graph_tokens: int
@@ -95,6 +96,7 @@ def compare_global(
                 key_points(answer.text, q.must_contain),
                 key_points("\n".join(c.text for c in context), q.must_contain),
                 key_points(asked.text, q.must_contain),
+                asked.abstained,
                 len({hit.chunk.doc_id for hit in answer.retrieved}),
                 len({c.doc_id for c in context}),
                 0 if answer.abstained else count(answer.text),
