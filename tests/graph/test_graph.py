@@ -4,6 +4,8 @@ what the reader may read (the attacks of scripts/attacks/graph.py, in process)."
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from raglab import Index, Principal
 from raglab.embed.tokens import approx_tokens
@@ -135,3 +137,46 @@ def test_a_budget_is_kept(board_index):
         max_tokens=30,
     )
     assert approx_tokens(answer.text) <= 30 + len(answer.text.splitlines())
+
+
+OLD = f"---\ntitle: Tools 2023\ntenant: acme\nversion: 1\n---\nPulse and DeskMate ran from {CANARY} in Berlin.\n"
+NEW = PUBLIC.replace("version: 1\n", "version: 2\nsupersedes: [acme/old.md]\n")
+OTHER = BOARD.replace("groups: [board]\n", "").replace("tenant: acme", "tenant: globex")
+
+
+@pytest.mark.parametrize(
+    ("files", "hidden"),
+    [
+        ({"acme/new.md": NEW, "acme/old.md": OLD}, "acme/old.md"),  # superseded for its readers
+        ({"acme/tools.md": PUBLIC, "globex/board.md": OTHER}, "globex/board.md"),  # another tenant
+    ],
+    ids=["superseded", "other tenant"],
+)
+def test_a_readers_graph_leaves_out_what_their_searches_never_see(tmp_path, files, hidden):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    graphs = GraphIndex(Index.from_folder(tmp_path))
+    view = graphs.view(Principal("bob", "acme"))
+    assert hidden not in view.doc_ids() and view.doc_ids()
+    assert not any(CANARY in s.text for s in view.graph.sentences)
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from("abcdefgh"), st.sampled_from("abcdefgh")).filter(
+            lambda pair: pair[0] < pair[1]
+        ),
+        st.sampled_from([0.5, 1.0, 2.0, 3.0]),
+        max_size=20,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_label_propagation_labels_every_node_with_a_node_whatever_the_edge_order(edges, rng):
+    labels = label_propagation(edges)
+    nodes = {n for pair in edges for n in pair}
+    assert set(labels) == nodes and set(labels.values()) <= nodes
+    shuffled = list(edges.items())
+    rng.shuffle(shuffled)
+    flipped = {(b, a): w for (a, b), w in shuffled}  # the same undirected graph
+    assert label_propagation(dict(shuffled)) == labels == label_propagation(flipped)
