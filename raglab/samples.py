@@ -41,6 +41,12 @@ def sample_questions() -> Path:
     return sample_data() / "questions.jsonl"
 
 
+def sample_global_questions() -> Path:
+    """Corpus-wide questions for the sample corpus (JSONL, kind "global"): each key point
+    in `must_contain` is scored apart (notebook 13, `benchmarks/bench_graph.py`)."""
+    return sample_data() / "questions_global.jsonl"
+
+
 def transfer_corpus() -> Path:
     """The second corpus (a library network, a veterinary group, a carrier): never fitted on."""
     return sample_data() / "transfer" / "corpus"

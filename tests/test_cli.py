@@ -53,6 +53,49 @@ def test_ask_json_has_answer_citations_and_retrieved():
         assert answer["retrieved"][citation["n"] - 1]["doc_id"] == citation["doc_id"]
 
 
+@pytest.mark.parametrize(
+    ("mode", "question"),
+    [
+        ("global", "Which Globex products and accessories are mentioned across the site?"),
+        ("local", "What does error E-204 mean?"),
+    ],
+)
+def test_ask_graph_json_has_the_fields_of_ask_json_and_only_the_readers_documents(mode, question):
+    def fields(*extra: str) -> dict:
+        out = raglab("ask", question, "--docs", CORPUS, "--tenant", "globex", "--json", *extra)
+        return json.loads(out.stdout)
+
+    plain, graph = fields(), fields("--graph", mode, "--max-tokens", "200")
+    assert set(graph) == set(plain)
+    assert graph["abstained"] is False and graph["verified"] is True and graph["citations"]
+    for citation in graph["citations"]:
+        assert set(citation) == {"n", "doc_id", "start", "end", "score"}
+        assert f"[{citation['n']}]" in graph["answer"]
+        assert graph["retrieved"][citation["n"] - 1]["doc_id"] == citation["doc_id"]
+    restricted = ("globex/internal/", "globex/partners/")
+    assert all(r["doc_id"].startswith("globex/") for r in graph["retrieved"])
+    assert not any(r["doc_id"].startswith(restricted) for r in graph["retrieved"])
+
+
+def test_ask_graph_refuses_a_language_model_and_an_unknown_mode():
+    refused = raglab(
+        "ask",
+        "Which tools?",
+        "--docs",
+        CORPUS,
+        "--graph",
+        "global",
+        "--llm-url",
+        "http://127.0.0.1:9/v1",
+        "--llm-model",
+        "m",
+        check=False,
+    )
+    assert refused.returncode != 0 and "--graph answers offline" in refused.stderr
+    unknown = raglab("ask", "x?", "--docs", CORPUS, "--graph", "wide", check=False)
+    assert unknown.returncode != 0 and "invalid choice: 'wide'" in unknown.stderr
+
+
 def test_ask_prints_answer_and_sources():
     out = raglab(
         "ask", "What does error E-204 mean?", "--docs", CORPUS, "--tenant", "globex"

@@ -35,6 +35,7 @@ ORDER = (
     "store",
     "generate",
     "pipeline",
+    "graph",
     "longcontext",
     "evaluation",
     "workbook",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CL
     from raglab.ingest.chunking import Chunker
     from raglab.ingest.loaders import DocumentError
     from raglab.pipeline import Index, Limits
-    from raglab.records import Answer
+    from raglab.records import Answer, Principal
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
 
@@ -164,22 +164,45 @@ def run_ask(args: argparse.Namespace) -> int:
     selection = selection_of(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
-    answer = ask(
-        args.question,
-        index,
-        principal,
-        k=args.k,
-        method=args.retriever,
-        generator=generator,
-        max_tokens=args.max_tokens,
-        order=args.order,
-        **selection,
-    )
+    if args.graph is not None:
+        answer = graph_answer(args, index, principal)
+    else:
+        answer = ask(
+            args.question,
+            index,
+            principal,
+            k=args.k,
+            method=args.retriever,
+            generator=generator,
+            max_tokens=args.max_tokens,
+            order=args.order,
+            **selection,
+        )
     if args.json:
         print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
     else:
         print(format_answer(answer))
     return 0
+
+
+def graph_answer(args: argparse.Namespace, index: Index, principal: Principal) -> Answer:
+    """`ask --graph global|local`: the answer through the asker's entity graph
+    (`raglab.graph.search`), its sources counted in WordPiece tokens."""
+    from raglab.embed.tokens import wordpiece_counter
+    from raglab.graph.reader import GraphIndex
+    from raglab.graph.search import DEFAULT_TOKENS, graph_ask
+
+    if args.llm_url is not None:
+        raise ValueError("--graph answers offline, by quoting: leave out --llm-url")
+    budget = args.max_tokens or DEFAULT_TOKENS
+    return graph_ask(
+        args.question,
+        GraphIndex(index),
+        principal,
+        mode=args.graph,
+        count=wordpiece_counter(),
+        max_tokens=budget,
+    )
 
 
 def make_generator(args: argparse.Namespace) -> OpenAIChatGenerator | None:

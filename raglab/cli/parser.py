@@ -126,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=60.0,
         help="the whole request's deadline, connecting to last byte (default 60)",
     )
+    ask.add_argument(
+        "--graph",
+        choices=("global", "local"),
+        default=None,
+        help="answer through the entity graph: global (community summaries, for corpus-wide "
+        "questions) or local (around the entities the question names); --max-tokens is its budget",
+    )
     ask.set_defaults(run=run_ask)
 
     index = commands.add_parser(

@@ -12,11 +12,18 @@ from raglab.evaluation import load_questions
 from raglab.evaluation.metrics import holds_key_fact
 from raglab.ingest.credentials import find_secrets
 from raglab.ingest.loaders import load_folder
-from raglab.samples import sample_corpus, sample_questions, transfer_corpus, transfer_questions
+from raglab.samples import (
+    sample_corpus,
+    sample_global_questions,
+    sample_questions,
+    transfer_corpus,
+    transfer_questions,
+)
 from raglab.store.access import can_read
 
 SETS = {
     "sample": (sample_corpus(), sample_questions()),
+    "global": (sample_corpus(), sample_global_questions()),
     "transfer": (transfer_corpus(), transfer_questions()),
 }
 

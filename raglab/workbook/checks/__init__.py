@@ -22,6 +22,7 @@ from raglab.workbook.checks import (
     design,
     embeddings,
     generation,
+    graph,
     improve,
     improve_more,
     improve_versions,
@@ -45,6 +46,7 @@ from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidde
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
 from raglab.workbook.checks.generation import *  # noqa: F403
+from raglab.workbook.checks.graph import *  # noqa: F403
 from raglab.workbook.checks.improve import *  # noqa: F403
 from raglab.workbook.checks.improve_more import *  # noqa: F403
 from raglab.workbook.checks.improve_versions import *  # noqa: F403
@@ -68,6 +70,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
+    **graph.CHECKS,  # 13
     **longcontext.CHECKS,  # 13
 }
 
@@ -109,6 +112,7 @@ REFERENCES: tuple[Callable, ...] = (
     improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
+    graph.reference_label_propagation,  # 13 (the engine's own)
     longcontext.long_context_cost,  # 13
 )
 
@@ -139,6 +143,7 @@ __all__ = [
     *design.__all__,
     *embeddings.__all__,
     *generation.__all__,
+    *graph.__all__,
     *improve.__all__,
     *improve_more.__all__,
     *improve_versions.__all__,
