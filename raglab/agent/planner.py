@@ -31,6 +31,7 @@ from raglab.agent.trace import Step
 from raglab.ingest.sentences import candidate_sentences
 from raglab.ingest.stems import content_stems
 from raglab.records import Hit
+from raglab.text import STOPWORDS
 
 # Where a question holds two questions: ", and how ...", " and when ...".
 _SECOND_QUESTION = re.compile(
@@ -44,7 +45,9 @@ _OPTIONS = re.compile(
 )
 # What starts a clause that describes the thing before it: "the office that ...", "the
 # part the guide says ...", "the account I use ...".
-_CLAUSE_STARTS = frozenset({"that", "which", "who", "whose", "where", "with", "i", "you", "we", "the"})
+_CLAUSE_STARTS = frozenset(
+    {"that", "which", "who", "whose", "where", "when", "with", "i", "you", "we", "the"}
+)
 _NOT_A_HEAD = frozenset({"of", "for", "in", "on", "to", "at", "by", "from", "a", "an", "the", "is"})
 _WORD = re.compile(r"[\w-]+")
 
@@ -52,7 +55,11 @@ _WORD = re.compile(r"[\w-]+")
 # CamelCase products (TripDesk) and capitalised names inside a sentence (Lisbon, Pro).
 _CODE = re.compile(r"\b[A-Z][A-Za-z]*-[A-Z0-9][A-Z0-9-]*\b|\b[A-Z]\d\b|\b\d+\.\d+\.\d+\b")
 _NUMBER = re.compile(r"(?<![\w.,-])\d+(?![\w.,-]\d)")
-_NAME = re.compile(r"(?<=[a-z,;:(]\s)[A-Z][A-Za-z]+(?:\s[A-Z][A-Za-z]+)*(?![\w-])|\b[A-Z][a-z]+[A-Z]\w+")
+_NAME = re.compile(
+    r"(?<=[a-z,;:(]\s)[A-Z][A-Za-z]+(?:\s[A-Z][A-Za-z]+)*(?![\w-])"  # inside a sentence
+    r"|\b[A-Z][a-z]+[A-Z]\w+"  # CamelCase
+    r"|^\s*[A-Z][A-Za-z]+(?=:)"  # a table cell's column name ("Pro: 25 months")
+)
 MAX_ANCHORS = 3
 
 
@@ -102,8 +109,11 @@ def decompose(question: str) -> Plan:
 def _chain(text: str) -> tuple[str, str] | None:
     """(the clause describing a thing, the rest asked about it), or None.
 
-    The last "the HEAD <clause start>" in the text, HEAD being one to three words."""
+    The last "the HEAD <clause start>" in the text, HEAD being one to three words; the
+    clause runs to the next comma, and what follows the comma belongs to the rest."""
     words = _WORD.findall(text)
+    # the index of the first word after each comma: where a clause must end
+    commas = {len(_WORD.findall(text[: m.start()])) for m in re.finditer(",", text)}
     lowered = [w.lower() for w in words]
     found = None
     for i, word in enumerate(lowered):
@@ -120,8 +130,9 @@ def _chain(text: str) -> tuple[str, str] | None:
     if found is None:
         return None
     the, clause = found
-    inner = " ".join(words[the + 1 :])
-    outer = " ".join(words[:clause])
+    end = min([c for c in commas if c > clause] or [len(words)])
+    inner = " ".join(words[the + 1 : end])
+    outer = " ".join(words[:clause] + words[end:])
     return inner, outer
 
 
@@ -132,9 +143,12 @@ def names_in(text: str) -> list[str]:
     ['GX-PA24', 'Lisbon']
     >>> names_in("An employee rated 3 or higher moves toward the midpoint.")
     ['3']
+    >>> names_in(" Pro: 25 months")
+    ['Pro', '25']
     """
     codes = [m.group() for m in _CODE.finditer(text)]
-    names = [m.group() for m in _NAME.finditer(text)]
+    names = [m.group().strip() for m in _NAME.finditer(text)]
+    names = [name for name in names if name.lower() not in STOPWORDS]
     numbers = [m.group() for m in _NUMBER.finditer(text)]
     return [n for n in dict.fromkeys([*codes, *names, *numbers]) if n != "C-wire"]
 
@@ -158,10 +172,11 @@ def bridge(part: Part, hits: Sequence[Hit], question: str) -> tuple[str, ...]:
             continue
         clauses = [c for s in candidate_sentences([hit]) for c in s.text.split(";") if c.strip()]
         ranked = sorted(clauses, key=lambda clause: -len(need.words & passage_words(clause)))
-        for clause in ranked[:3]:
-            new = [n for n in names_in(clause) if n.lower() not in asked]
-            if new:
-                return tuple(new[:MAX_ANCHORS])
+        found = [[n for n in names_in(clause) if n.lower() not in asked] for clause in ranked[:3]]
+        named = [names for names in found if any(not n.isdigit() for n in names)]
+        if named or any(found):  # a clause with a name beats a better one with a number
+            best = named[0] if named else next(names for names in found if names)
+            return tuple(best[:MAX_ANCHORS])
     return ()
 
 
