@@ -6,8 +6,11 @@ chain ("the warranty of the part the guide says to install") needs a sentence fo
 part. So each part is answered on its own by `raglab.pipeline.answer_from`, with the same
 sources in the same order (so `[n]` means the same chunk in every part's answer), a
 chain's part carrying the names its clause found; the answers are joined, repeated
-sentences dropped, and the citations verified again against those sources. A question of
-one part is answered exactly as `raglab.ask` answers it.
+sentences dropped, and the citations verified again against those sources. When a part
+the asker asked for gets no answer (a chain's clause is only the way to it), the whole
+question is answered as `raglab.ask` would (half an answer
+passed off as a whole would be worse than the answerer's own decision), and a question
+of one part is answered exactly as `raglab.ask` answers it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,16 @@ def answer_parts(
     if len(plan.parts) == 1:
         return answer_from(question, hits, generator, max_chars=max_chars)
     asked = [part_question(plan, i, hits, question) for i in range(len(plan.parts))]
-    return merged([answer_from(q, hits, generator, max_chars=max_chars) for q in asked])
+    answers = [answer_from(q, hits, generator, max_chars=max_chars) for q in asked]
+    clauses = {part.depends_on for part in plan.parts}
+    asked_for = [a for i, a in enumerate(answers) if i not in clauses]
+    unresolved = any(
+        part.depends_on is not None and not bridge(plan.parts[part.depends_on], hits, question)
+        for part in plan.parts
+    )  # the thing a part asks about was never found: its answer would be about anything
+    if unresolved or any(answer.abstained for answer in asked_for):
+        return answer_from(question, hits, generator, max_chars=max_chars)
+    return merged(answers)
 
 
 def part_question(plan: Plan, i: int, hits: Sequence[Hit], question: str) -> str:

@@ -61,6 +61,8 @@ _NAME = re.compile(
     r"|^\s*[A-Z][A-Za-z]+(?=:)"  # a table cell's column name ("Pro: 25 months")
 )
 MAX_ANCHORS = 3
+MIN_CLAUSE_WORDS = 3
+"""The content words a clause needs to describe a thing worth a search of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,8 @@ def _chain(text: str) -> tuple[str, str] | None:
             after = i + 1 + size
             if len(head) < size or any(w in _NOT_A_HEAD for w in head) or after >= len(words):
                 break
+            if _CODE.search(" ".join(words[i + 1 : after])):  # "the GX-T200-PRO": already named
+                break
             if lowered[after] in _CLAUSE_STARTS and after + 1 < len(words):
                 found = (i, after)
                 break
@@ -133,6 +137,8 @@ def _chain(text: str) -> tuple[str, str] | None:
     end = min([c for c in commas if c > clause] or [len(words)])
     inner = " ".join(words[the + 1 : end])
     outer = " ".join(words[:clause] + words[end:])
+    if len(content_stems(inner)) < MIN_CLAUSE_WORDS:  # "the doctor when I'm ill": no chain
+        return None
     return inner, outer
 
 
