@@ -43,12 +43,14 @@ def run_agent(
     budget: Budget | None = None,
     method: str = DEFAULT_METHOD,
     generator: Generator | None = None,
-    max_chars: int = 6000,
+    max_chars: int | None = None,
 ) -> AgentRun:
     """Answer `question` for `principal` by searching as many times as the planner needs.
 
     `planner`: `RulePlanner()` (offline) by default, or `raglab.agent.model_planner.ModelPlanner`.
     Every tool runs as `principal`; `budget` bounds the steps and the tokens they return.
+    `max_chars`: the prompt's budget of source text (None: all that was gathered, which the
+    token budget already bounds, so source `[n]` is `AgentRun.retrieved[n - 1]`).
     """
     check_question(question)
     planner = planner or RulePlanner()
@@ -66,7 +68,8 @@ def run_agent(
         steps.append(_run(len(steps) + 1, action, tools, steps))
     hits = gathered(steps)
     generator = generator or default_answerer(index, principal, method)
-    answer = answer_parts(question, hits, generator, max_chars=max_chars)
+    room = max(6000, sum(len(hit.chunk.text) for hit in hits)) if max_chars is None else max_chars
+    answer = answer_parts(question, hits, generator, max_chars=room)
     transcript = tuple(getattr(planner, "transcript", ()))
     return AgentRun(question, answer, tuple(steps), reason, tuple(hits), transcript)
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CL
     from raglab.ingest.chunking import Chunker
     from raglab.ingest.loaders import DocumentError
     from raglab.pipeline import Index, Limits
-    from raglab.records import Answer
+    from raglab.records import Answer, Principal
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
 
@@ -164,6 +164,8 @@ def run_ask(args: argparse.Namespace) -> int:
     selection = selection_of(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
+    if args.agent:
+        return run_agent_ask(args, index, principal, generator)
     answer = ask(
         args.question,
         index,
@@ -179,6 +181,29 @@ def run_ask(args: argparse.Namespace) -> int:
         print(json.dumps(answer_as_dict(answer), indent=2, ensure_ascii=False))
     else:
         print(format_answer(answer))
+    return 0
+
+
+def run_agent_ask(
+    args: argparse.Namespace,
+    index: Index,
+    principal: Principal,
+    generator: OpenAIChatGenerator | None,
+) -> int:
+    """`raglab ask --agent`: the agent's loop; with --llm-url the model plans it too."""
+    from raglab.agent.loop import run_agent
+    from raglab.agent.model_planner import ModelPlanner
+    from raglab.cli.answers import agent_as_dict, format_agent
+
+    planner = None if generator is None else ModelPlanner(generator)
+    run = run_agent(
+        args.question, index, principal, planner=planner, method=args.retriever,
+        generator=generator,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(agent_as_dict(run), indent=2, ensure_ascii=False))
+    else:
+        print(format_agent(run))
     return 0
 
 

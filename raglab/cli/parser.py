@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=60.0,
         help="the whole request's deadline, connecting to last byte (default 60)",
     )
+    ask.add_argument(
+        "--agent",
+        action="store_true",
+        help="search again until every part of the question has evidence (raglab.agent); "
+        "--json adds the trace",
+    )
     ask.set_defaults(run=run_ask)
 
     index = commands.add_parser(
