@@ -35,6 +35,7 @@ ORDER = (
     "store",
     "generate",
     "pipeline",
+    "agent",
     "evaluation",
     "workbook",
     "cli",
