@@ -16,6 +16,7 @@ from raglab.retrieve._fast import top_k as _fast_top_k
 from raglab.retrieve.vectors import cosine as _cosine
 from raglab.retrieve.vectors import top_k as _top_k
 from raglab.workbook.checks import (
+    agent,
     audit,
     chunking,
     contracts,
@@ -30,6 +31,7 @@ from raglab.workbook.checks import (
     testing,
     understand,
 )
+from raglab.workbook.checks.agent import *  # noqa: F403
 from raglab.workbook.checks.audit import *  # noqa: F403 — each module lists its checks in __all__
 from raglab.workbook.checks.chunking import (
     check_chunk,
@@ -66,6 +68,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
+    **agent.CHECKS,  # 13
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -106,6 +109,9 @@ REFERENCES: tuple[Callable, ...] = (
     improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
+    agent.reference_missing_parts,  # 13
+    agent.missing,  # the engine's own check: the same answer, so hidden too
+    agent.meets,
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -129,6 +135,7 @@ BUILDS_ON: dict[str, tuple[Callable, ...]] = {
 hide_references(REFERENCES, BUILDS_ON)
 
 __all__ = [
+    *agent.__all__,
     *audit.__all__,
     *understand.__all__,
     *contracts.__all__,
