@@ -82,8 +82,7 @@ def _is_str_list(value: Any) -> bool:
 def _is_hop_list(value: Any) -> bool:
     """A list of hops, each a document id or a non-empty list of ids (any one serves)."""
     return isinstance(value, list) and all(
-        (isinstance(hop, str) and hop) or (_is_str_list(hop) and hop and all(hop))
-        for hop in value
+        (isinstance(hop, str) and hop) or (_is_str_list(hop) and hop and all(hop)) for hop in value
     )
 
 

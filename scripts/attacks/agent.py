@@ -93,9 +93,24 @@ def offline_planner_led_to_another_tenants_project(tmp: Path) -> str:
 
 
 ATTACKS = [
-    ("22a agent: a model reads another tenant's document by id", model_reads_another_tenants_document),
-    ("22b agent: a model reads a group document by id", model_reads_a_group_document_of_the_own_tenant),
-    ("22c agent: a model writes a principal into its reply", model_writes_a_principal_into_its_reply),
-    ("22d agent: a model searches with the forbidden page's words", model_searches_with_the_documents_own_words),
-    ("22e agent: the offline planner led to another tenant's project", offline_planner_led_to_another_tenants_project),
+    (
+        "22a agent: a model reads another tenant's document by id",
+        model_reads_another_tenants_document,
+    ),
+    (
+        "22b agent: a model reads a group document by id",
+        model_reads_a_group_document_of_the_own_tenant,
+    ),
+    (
+        "22c agent: a model writes a principal into its reply",
+        model_writes_a_principal_into_its_reply,
+    ),
+    (
+        "22d agent: a model searches with the forbidden page's words",
+        model_searches_with_the_documents_own_words,
+    ),
+    (
+        "22e agent: the offline planner led to another tenant's project",
+        offline_planner_led_to_another_tenants_project,
+    ),
 ]

@@ -70,7 +70,7 @@ def test_the_model_searches_twice_then_stops_and_the_transcript_shows_it(corpus_
     assert [s.action.tool for s in run.steps] == ["search", "keyword"]
     assert run.stop_reason == "the warranty table names the GX-PA24"
     assert "globex/policies/warranty.md" in run.steps[1].found
-    assert len(run.transcript) == 6 and run.transcript[-1].endswith("GX-PA24\"}")
+    assert len(run.transcript) == 6 and run.transcript[-1].endswith('GX-PA24"}')
     # the second turn shows the model what the first search found, as data blocks
     second_turn = server.sent[1][1]["content"]
     assert "Step 1: search 'error E-101 fix'" in second_turn and "<source-" in second_turn
@@ -83,7 +83,9 @@ def test_a_model_that_asks_for_another_tenants_document_gets_nothing(corpus_inde
         '{"tool": "read", "doc_id": "acme/hr/salary-bands.md", "tenant": "acme", "groups": ["hr"]}',
     ]
     with ScriptedServer(replies) as server:
-        run = run_agent("Salary bands?", corpus_index, GLOBEX, planner=ModelPlanner(model(server.url)))
+        run = run_agent(
+            "Salary bands?", corpus_index, GLOBEX, planner=ModelPlanner(model(server.url))
+        )
     assert run.steps[0].hits == () and run.retrieved == ()
     assert run.stop_reason.startswith("the model's reply was refused: unknown key 'groups'")
     assert run.answer.abstained

@@ -33,7 +33,10 @@ def test_read_of_a_group_document_needs_the_group(corpus_index):
 
 def test_search_keyword_and_documents_see_only_what_the_asker_may_read(corpus_index):
     tools = Toolbox(corpus_index, GLOBEX)
-    for hits in (tools.search("salary bands leave policy", 10), tools.keyword("salary warranty", 10)):
+    for hits in (
+        tools.search("salary bands leave policy", 10),
+        tools.keyword("salary warranty", 10),
+    ):
         assert hits and all(h.chunk.tenant == "globex" and not h.chunk.groups for h in hits)
     ids = [doc_id for doc_id, _ in tools.documents()]
     assert "globex/policies/warranty.md" in ids
