@@ -47,6 +47,11 @@ def sample_global_questions() -> Path:
     return sample_data() / "questions_global.jsonl"
 
 
+def multihop_questions() -> Path:
+    """The multi-hop questions for the sample corpus (JSONL, with `hops`): `raglab.agent`'s."""
+    return sample_data() / "questions_multihop.jsonl"
+
+
 def transfer_corpus() -> Path:
     """The second corpus (a library network, a veterinary group, a carrier): never fitted on."""
     return sample_data() / "transfer" / "corpus"

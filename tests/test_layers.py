@@ -36,6 +36,7 @@ ORDER = (
     "generate",
     "pipeline",
     "graph",
+    "agent",
     "longcontext",
     "evaluation",
     "workbook",

@@ -4,6 +4,8 @@ The JSON object's fields are a contract other programs rely on: `answer`, `absta
 `citations` and `retrieved` (each `{"n", "doc_id", "start", "end", "score"}`, where `n` is
 the answer's [n] marker), `verified` and `invalid_citations`; and `confidence`
 (`{"level", "probability"}`, or null from a generator that does not say how sure it is).
+`ask --agent --json` adds `trace` (each step: its tool, query or document, why, and what it
+retrieved) and `stop_reason`, and its `retrieved` is everything any step retrieved.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from raglab.text import shown
 
 if TYPE_CHECKING:
+    from raglab.agent.trace import AgentRun
     from raglab.records import Answer, Hit
 
 
@@ -68,3 +71,34 @@ def format_answer(answer: Answer) -> str:
         markers = ", ".join(f"[{n}]" for n in answer.invalid_citations)
         lines.append(f"WARNING: citations {markers} do not refer to any retrieved source")
     return "\n".join(lines).rstrip()
+
+
+def agent_as_dict(run: AgentRun) -> dict[str, Any]:
+    """`answer_as_dict` of the agent's answer, with its trace; `retrieved`: every chunk any
+    step retrieved, numbered as the answer's sources are (the prompt holds them all, in
+    the order first found)."""
+    result = answer_as_dict(run.answer)
+    result["retrieved"] = [hit_as_dict(n, hit) for n, hit in enumerate(run.retrieved, start=1)]
+    result["trace"] = [
+        {
+            "step": step.n,
+            "tool": step.action.tool,
+            "query": step.action.query,
+            "doc_id": step.action.doc_id,
+            "why": step.action.why,
+            "retrieved": [hit_as_dict(n, hit) for n, hit in enumerate(step.hits, start=1)],
+            "new": step.new,
+            "tokens": step.tokens,
+        }
+        for step in run.steps
+    ]
+    result["stop_reason"] = run.stop_reason
+    if run.transcript:
+        result["transcript"] = list(run.transcript)
+    return result
+
+
+def format_agent(run: AgentRun) -> str:
+    """The answer as `format_answer` prints it, after the trace (steps, then why it stopped)."""
+    trace = "\n".join(shown(line) for line in run.describe().splitlines())
+    return f"{trace}\n\n{format_answer(run.answer)}"

@@ -164,6 +164,10 @@ def run_ask(args: argparse.Namespace) -> int:
     selection = selection_of(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
+    if args.agent and args.graph is not None:
+        raise ValueError("--agent and --graph are two ways to answer: choose one")
+    if args.agent:
+        return run_agent_ask(args, index, principal, generator)
     if args.graph is not None:
         answer = graph_answer(args, index, principal)
     else:
@@ -203,6 +207,29 @@ def graph_answer(args: argparse.Namespace, index: Index, principal: Principal) -
         count=wordpiece_counter(),
         max_tokens=budget,
     )
+
+
+def run_agent_ask(
+    args: argparse.Namespace,
+    index: Index,
+    principal: Principal,
+    generator: OpenAIChatGenerator | None,
+) -> int:
+    """`raglab ask --agent`: the agent's loop; with --llm-url the model plans it too."""
+    from raglab.agent.loop import run_agent
+    from raglab.agent.model_planner import ModelPlanner
+    from raglab.cli.answers import agent_as_dict, format_agent
+
+    planner = None if generator is None else ModelPlanner(generator)
+    run = run_agent(
+        args.question, index, principal, planner=planner, method=args.retriever,
+        generator=generator,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(agent_as_dict(run), indent=2, ensure_ascii=False))
+    else:
+        print(format_agent(run))
+    return 0
 
 
 def make_generator(args: argparse.Namespace) -> OpenAIChatGenerator | None:

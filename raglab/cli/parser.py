@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer through the entity graph: global (community summaries, for corpus-wide "
         "questions) or local (around the entities the question names); --max-tokens is its budget",
     )
+    ask.add_argument(
+        "--agent",
+        action="store_true",
+        help="search again until every part of the question has evidence (raglab.agent); "
+        "--json adds the trace",
+    )
     ask.set_defaults(run=run_ask)
 
     index = commands.add_parser(

@@ -42,6 +42,9 @@ class Question:
     answerable question's key fact, as short strings a right answer holds, every one of
     them (case-insensitive, `raglab.evaluation.metrics.holds_key_fact`): ("30 days",) or
     ("E-4417", "replace the ribbon"); () when the question is not scored that way.
+    `hops` (a multi-hop question's): the documents its answer needs, in the order a search
+    finds them (the second search depends on what the first found); each hop is a tuple of
+    the documents that would serve, usually one: (("a.md",), ("b.md", "c.md")).
     Everything after `question` is keyword-only, because `answerable` has no default.
     """
 
@@ -56,11 +59,15 @@ class Question:
     kind: str | None = None
     leak_docs: tuple[str, ...] = ()
     must_contain: tuple[str, ...] = ()
+    hops: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         # Accept lists (as JSON gives them) but store tuples, so a Question stays immutable.
         for name in ("groups", "relevant_docs", "leak_docs", "must_contain"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        # A hop written as one id is a hop one document serves.
+        hops = tuple((h,) if isinstance(h, str) else tuple(h) for h in self.hops)
+        object.__setattr__(self, "hops", hops)
 
     @property
     def asker(self) -> Principal:
@@ -70,6 +77,13 @@ class Question:
 
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_hop_list(value: Any) -> bool:
+    """A list of hops, each a document id or a non-empty list of ids (any one serves)."""
+    return isinstance(value, list) and all(
+        (isinstance(hop, str) and hop) or (_is_str_list(hop) and hop and all(hop)) for hop in value
+    )
 
 
 def _is_fact_list(value: Any) -> bool:
@@ -90,6 +104,7 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "kind": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
     "leak_docs": (False, _is_str_list, "a list of strings"),
     "must_contain": (False, _is_fact_list, "a list of non-blank strings"),
+    "hops": (False, _is_hop_list, "a list of document ids or lists of ids"),
 }
 
 
@@ -121,7 +136,24 @@ def _parse_question(line: str) -> Question:
             f"question {obj['id']!r} is unanswerable but has must_contain "
             "(a key fact belongs to an answerable question)"
         )
+    _check_hops(obj)
     return Question(**obj)
+
+
+def _check_hops(obj: dict[str, Any]) -> None:
+    """A multi-hop question's hops: two or more, each among its relevant_docs."""
+    hops = obj.get("hops", [])
+    if hops and not obj["answerable"]:
+        raise ValueError(f"question {obj['id']!r} is unanswerable but has hops")
+    if len(hops) == 1:
+        raise ValueError(f"question {obj['id']!r} has one hop (a multi-hop question needs two)")
+    relevant = set(obj.get("relevant_docs", []))
+    for hop in hops:
+        for doc in [hop] if isinstance(hop, str) else hop:
+            if doc not in relevant:
+                raise ValueError(
+                    f"question {obj['id']!r}: hop document {doc!r} is not in its relevant_docs"
+                )
 
 
 def load_questions(path: str | Path, *, doc_ids: Collection[str] | None = None) -> list[Question]:

@@ -16,6 +16,7 @@ from raglab.retrieve._fast import top_k as _fast_top_k
 from raglab.retrieve.vectors import cosine as _cosine
 from raglab.retrieve.vectors import top_k as _top_k
 from raglab.workbook.checks import (
+    agent,
     audit,
     chunking,
     contracts,
@@ -32,6 +33,7 @@ from raglab.workbook.checks import (
     testing,
     understand,
 )
+from raglab.workbook.checks.agent import *  # noqa: F403
 from raglab.workbook.checks.audit import *  # noqa: F403 — each module lists its checks in __all__
 from raglab.workbook.checks.chunking import (
     check_chunk,
@@ -71,6 +73,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
     **graph.CHECKS,  # 13
+    **agent.CHECKS,  # 13
     **longcontext.CHECKS,  # 13
 }
 
@@ -113,6 +116,9 @@ REFERENCES: tuple[Callable, ...] = (
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
     graph.reference_label_propagation,  # 13 (the engine's own)
+    agent.reference_missing_parts,  # 13
+    agent.missing,  # the engine's own check: the same answer, so hidden too
+    agent.meets,
     longcontext.long_context_cost,  # 13
 )
 
@@ -137,6 +143,7 @@ BUILDS_ON: dict[str, tuple[Callable, ...]] = {
 hide_references(REFERENCES, BUILDS_ON)
 
 __all__ = [
+    *agent.__all__,
     *audit.__all__,
     *understand.__all__,
     *contracts.__all__,
