@@ -94,6 +94,8 @@ def test_ask_graph_refuses_a_language_model_and_an_unknown_mode():
     assert refused.returncode != 0 and "--graph answers offline" in refused.stderr
     unknown = raglab("ask", "x?", "--docs", CORPUS, "--graph", "wide", check=False)
     assert unknown.returncode != 0 and "invalid choice: 'wide'" in unknown.stderr
+    both = raglab("ask", "x?", "--docs", CORPUS, "--graph", "global", "--agent", check=False)
+    assert both.returncode != 0 and "--agent and --graph" in both.stderr
 
 
 def test_ask_prints_answer_and_sources():
