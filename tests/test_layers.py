@@ -47,6 +47,7 @@ TOP_LEVEL = {
     "_threads": "base",
     "pipeline": "pipeline",
     "query": "pipeline",
+    "profiles": "pipeline",
     "cli": "cli",
     "__main__": "cli",
 }
