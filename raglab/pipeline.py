@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from raglab.embed.embedders import Embedder, is_fittable
 from raglab.embed.embedders import embedder as make_embedder
 from raglab.embed.reading import sentence_embedding
-from raglab.embed.tokens import TokenCount
 from raglab.generate.abstention import KnownStems, load_rule
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
@@ -45,6 +44,7 @@ from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
 
 if TYPE_CHECKING:
+    from raglab.embed.tokens import TokenCount
     from raglab.store.qdrant_store import QdrantStore
 
 DEFAULT_EMBEDDER = "hashing"

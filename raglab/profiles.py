@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raglab.embed.embedders import available_embedders
-from raglab.embed.tokens import TokenCount, approx_tokens, wordpiece_counter
 from raglab.generate.abstention import load_rule
 from raglab.ingest.chunking import KINDS, Chunker
 from raglab.query import METHODS
@@ -51,6 +50,7 @@ from raglab.retrieve.fusion import FUSIONS, Fusion
 from raglab.text import tokenize
 
 if TYPE_CHECKING:
+    from raglab.embed.tokens import TokenCount
     from raglab.generate.openai_http import OpenAIChatGenerator
 
 SHIPPED_FILE = "profiles.toml"
@@ -145,6 +145,9 @@ class Profile:
 
     def count_tokens(self) -> TokenCount:
         """The counter of the context budget: MiniLM's WordPiece, or the 4-characters estimate."""
+        # as in `build_prompt`: the tokenizer loads when a budget is counted, not on every ask
+        from raglab.embed.tokens import approx_tokens, wordpiece_counter
+
         return wordpiece_counter() if self.context_tokenizer == "wordpiece" else approx_tokens
 
     def model(self, *, timeout: float = 60.0) -> OpenAIChatGenerator:
@@ -298,6 +301,8 @@ def to_chars(tokens: int, embedder: str) -> int:
 def embedder_tokens(embedder: str) -> TokenCount:
     """A counter of the tokens `embedder` reads: words, or MiniLM's word pieces."""
     if embedder == "minilm":
+        from raglab.embed.tokens import wordpiece_counter  # reads MiniLM's vocabulary
+
         return wordpiece_counter()
     return lambda text: len(tokenize(text))
 
@@ -424,11 +429,12 @@ def refusal(p: Profile, meta: Mapping[str, Any], index: str | None) -> ProfileMi
     if not found:
         return None
     recorded = meta.get("profile")
-    built = (
-        f"{recorded.get('name')} ({meta.get('embedder_name')})"
-        if isinstance(recorded, Mapping)
-        else f"no profile ({meta.get('embedder_name')})"
-    )
+    built = f"no profile ({meta.get('embedder_name')})"
+    if isinstance(recorded, Mapping):
+        changed = recorded.get("overridden") or []
+        built = f"{recorded.get('name')} ({meta.get('embedder_name')})" + (
+            f" with {', '.join(changed)} overridden" if changed else ""
+        )
     if index is None:
         where, target = "the index", "FILE"
     else:  # an index holds one embedder's vectors: another embedder needs another index
@@ -448,11 +454,12 @@ def _beside(index: str, name: str) -> str:
 
 
 def overridden(p: Profile, embedder: str, chunker_params: Mapping[str, Any]) -> list[str]:
-    """The index-time settings of `p` that the effective embedder and chunker replaced."""
+    """The index-time settings of `p` that the effective embedder and chunker replaced,
+    sorted by name."""
     found = ["embedder"] if embedder != p.embedder else []
     wanted = p.chunker().params()
     names = {"kind": "chunker", "size": "chunk_tokens", "overlap": "overlap_tokens"}
     for key in sorted(set(wanted) | set(chunker_params)):
         if wanted.get(key) != chunker_params.get(key):
             found.append(names.get(key, key))
-    return found
+    return sorted(found)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CL
     from raglab.ingest.chunking import Chunker
     from raglab.ingest.loaders import DocumentError
     from raglab.pipeline import Index, Limits
+    from raglab.profiles import Profile
     from raglab.records import Answer
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
@@ -81,23 +82,45 @@ def selection_of(args: argparse.Namespace) -> Selection:
     return {"diversity": diversity, "expansion": expansion}
 
 
+def chosen_profile(args: argparse.Namespace) -> Profile | None:
+    """The profile --profile names (shipped, yours, or in --profiles FILE), or None."""
+    from raglab.profiles import profile
+
+    if args.profile is None:
+        if args.profiles is not None:
+            raise ValueError("--profiles FILE needs --profile NAME (one of the file's profiles)")
+        return None
+    return profile(args.profile, profiles_file=args.profiles)
+
+
+def profile_chunker(profile: Profile | None) -> dict[str, Any] | None:
+    """The chunker settings a profile indexes with, as `make_chunker` takes them."""
+    return None if profile is None else profile.chunker().params()
+
+
 def open_index(args: argparse.Namespace) -> Index:
-    """An Index from --docs (in memory) or --index (a file), reporting skipped files."""
-    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+    """An Index from --docs (in memory) or --index (a file), reporting skipped files.
+
+    With --profile, --docs is indexed with the profile, and an --index built with another
+    embedder or chunking is refused (`raglab.profiles.refusal`)."""
+    from raglab.pipeline import Index
 
     where = store_of(args)
     if args.qdrant_keyword is not None and where["backend"] != "qdrant":
         raise ValueError("--qdrant-keyword applies to a Qdrant --index (--store qdrant)")
+    profile = chosen_profile(args)
     if args.index is not None:
         if args.embedder is not None:
             raise ValueError(
                 "--embedder applies to --docs; an index file uses the embedder it was built with"
             )
-        index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword)
+        index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword, profile=profile)
         check_chunker(args, index.chunker_params)
         return index
-    embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
-    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
+    chunker = make_chunker(args, profile_chunker(profile))
+    index = Index.from_folder(
+        args.docs, embedder=args.embedder, chunker=chunker, limits=limits_of(args), profile=profile
+    )
     warn_load_errors(index.load_errors)
     warn_loaded(index.warnings)
     return index
@@ -196,15 +219,18 @@ def make_generator(args: argparse.Namespace) -> OpenAIChatGenerator | None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+    from raglab.pipeline import Index
 
+    profile = chosen_profile(args)
     index = Index.from_folder(
         args.folder,
-        embedder=args.embedder or DEFAULT_EMBEDDER,
-        # An option left out keeps the index's own setting: an update never re-cuts by surprise.
-        chunker=lambda recorded: make_chunker(args, recorded),
+        embedder=args.embedder,
+        # An option left out keeps the profile's setting, else the index's own: an update
+        # never re-cuts by surprise.
+        chunker=lambda recorded: make_chunker(args, profile_chunker(profile) or recorded),
         path=args.index,
         limits=limits_of(args),
+        profile=profile,
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
@@ -214,6 +240,7 @@ def run_index(args: argparse.Namespace) -> int:
         raise RuntimeError("Index.from_folder returned no sync report")
     summary = {
         "index": str(args.index),
+        "profile": None if index.profile is None else index.profile.name,
         "embedder": index.embedder.name,
         "chunker": report.chunker,
         "added": list(report.added),
@@ -227,9 +254,10 @@ def run_index(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
+        named = "" if index.profile is None else f", profile {index.profile.name}"
         print(
             f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
-            f"({describe_chunker(report.chunker)}): "
+            f"({describe_chunker(report.chunker)}{named}): "
             f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
             f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped"
         )
@@ -269,22 +297,25 @@ def run_eval(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions, doc_ids=index.document_ids() | refused.keys())
     warn_refused_relevant(questions, refused)
 
+    k, method = args.k or index.k, args.retriever or index.method  # flag, else the profile's
+
     def answer(q: Question) -> Answer:
-        return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)
+        return ask(q.question, index, q.asker, k=k, method=method, **selection)
 
     report = evaluate(
         questions,
         search=lambda q, depth: index.search(
-            q.question, q.asker, k=depth, method=args.retriever, **selection
+            q.question, q.asker, k=depth, method=method, **selection
         ),
         answer=None if args.retrieval_only else answer,
-        k=args.k,
-        retriever=args.retriever,
+        k=k,
+        retriever=method,
         embedder=index.embedder.name,
         refused_docs=refused.keys(),
     )
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
+        profile = None if index.profile is None else index.profile.name
+        print(json.dumps({**report.as_dict(), "profile": profile}, indent=2))
     else:
         print(format_table(report))
     return 0
