@@ -32,11 +32,13 @@ token count is then close to the profile's on English prose, not exact.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from fractions import Fraction
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -290,12 +292,16 @@ CHECKS = (_check_embedder, _check_chunks, _check_retrieval, _check_answerer)
 
 
 def to_chars(tokens: int, embedder: str) -> int:
-    """`tokens` of `embedder`'s tokens as characters, at its `CHARS_PER_TOKEN`.
+    """`tokens` of `embedder`'s tokens as characters, at its `CHARS_PER_TOKEN`, rounded half up.
 
-    >>> to_chars(192, "minilm")
-    787
+    subtle: in exact fractions, not floats (195 × 4.1 is 799.4999… in binary), so a size
+    never depends on a processor's rounding.
+
+    >>> to_chars(195, "minilm")
+    800
     """
-    return round(tokens * CHARS_PER_TOKEN.get(embedder, 4.0))
+    ratio = Fraction(str(CHARS_PER_TOKEN.get(embedder, 4.0)))
+    return math.floor(tokens * ratio + Fraction(1, 2))
 
 
 def embedder_tokens(embedder: str) -> TokenCount:
