@@ -131,27 +131,26 @@ class Index:
         new = path is None or (qdrant_url is None and not Path(path).exists())
         if callable(chunker) and new:
             chunker = chunker(None)  # nothing recorded: a bad choice fails before a file is made
-        own = chosen.chunker() if chosen else Chunker()
-        choose = chunker if callable(chunker) else lambda _: chunker or own
         loaded = load_folder(
             folder, max_bytes=limits.max_bytes, max_files=limits.max_files, secrets=limits.secrets
         )
-        if embedder is None:
-            embedder = chosen.embedder if chosen else DEFAULT_EMBEDDER
-        embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        if chosen:
-            check_version(chosen, embedder)
 
         def index(
             store: VectorStore, recorded: dict[str, Any] | None
         ) -> tuple[SyncReport, list[DocumentError]]:
             """Chunk (within the limits) and sync; returns the report and the refused files."""
-            cutter = choose(recorded)
+            # An update without a profile keeps the one the index recorded.
+            base = chosen or recorded_profile(store.meta, "the index")
+            model = profile_embedder(embedder, base)
+            if callable(chunker):
+                cutter = chunker(recorded)
+            else:
+                cutter = chunker or (base.chunker() if base else Chunker())
             if cutter.kind == "semantic" and cutter.embedding is None:  # the index's own embedder
-                cutter = replace(cutter, embedding=sentence_embedding(embedder))
+                cutter = replace(cutter, embedding=sentence_embedding(model))
             documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
-            report = sync(store, documents, chunker=cutter, embedder=embedder)
-            record_profile(store, chosen, report)
+            report = sync(store, documents, chunker=cutter, embedder=model)
+            record_profile(store, base, report)
             return report, too_long
 
         if path is None:
@@ -162,7 +161,7 @@ class Index:
             with kind.writing(path, **options) as store:
                 report, too_long = index(store, store.meta["chunker"])
         errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
-        recorded = chosen or recorded_profile(store.meta, "the index")
+        recorded = recorded_profile(store.meta, "the index")
         return cls(store, report.embedder, report, errors, loaded.warnings, fusion, recorded)
 
     @classmethod
@@ -318,14 +317,22 @@ def recorded_profile(meta: dict[str, Any], where: str) -> Profile | None:
     return None if record is None else from_record(record, where)
 
 
-def record_profile(store: VectorStore, chosen: Profile | None, report: SyncReport) -> None:
-    """Record in the index the profile it was built with (`chosen`, else the one it
-    recorded before) and the settings that overrode it, read off what `sync` used."""
-    base = chosen or recorded_profile(store.meta, "the index")
-    if base is None:
-        return
-    replaced = overridden(base, report.embedder.name, report.chunker)
-    store.set_meta({"profile": {**base.as_dict(), "overridden": replaced}})
+def record_profile(store: VectorStore, base: Profile | None, report: SyncReport) -> None:
+    """Record in the index the profile it was built with and the settings that overrode it,
+    read off what `sync` used (nothing without a profile)."""
+    if base is not None:
+        replaced = overridden(base, report.embedder.name, report.chunker)
+        store.set_meta({"profile": {**base.as_dict(), "overridden": replaced}})
+
+
+def profile_embedder(given: str | Embedder | None, base: Profile | None) -> Embedder:
+    """The embedder given, else the profile's, else `DEFAULT_EMBEDDER`; a profile's is
+    checked to be the version the profile was made for."""
+    chosen = given if given is not None else base.embedder if base else DEFAULT_EMBEDDER
+    model = make_embedder(chosen) if isinstance(chosen, str) else chosen
+    if base is not None:
+        check_version(base, model)
+    return model
 
 
 def check_version(chosen: Profile, embedder: Embedder) -> None:

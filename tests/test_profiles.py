@@ -361,3 +361,20 @@ def test_cli_profiles_file_needs_a_profile_and_bad_files_are_one_line(tmp_path, 
             "llm_model, llm_url, overlap_tokens, reranker, retriever\n"
         )
     )
+
+
+def test_cli_an_update_without_profile_keeps_the_recorded_one(small_corpus, tmp_path, capsys):
+    mine = write(tmp_path / "mine.toml", '[lsa-small]\nembedder = "lsa"\nchunk_tokens = 60\n')
+    path = tmp_path / "i.sqlite"
+    first = ["index", str(small_corpus), "--index", str(path), "--json"]
+    assert main([*first, "--profiles", str(mine), "--profile", "lsa-small"]) == 0
+    capsys.readouterr()
+    shutil.copy(CORPUS / "acme/policies/remote-work.md", small_corpus / "acme/policies/")
+    assert main(first) == 0  # no --embedder lsa, no chunk size: the index's own profile
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["profile"], summary["embedder"], summary["added"]) == (
+        "lsa-small",
+        "lsa",
+        ["acme/policies/remote-work.md"],
+    )
+    assert summary["chunker"]["size"] == 360 and "chunker" not in summary["rebuilt"]  # not re-cut
