@@ -28,6 +28,7 @@ from raglab.profiles import (
     shipped_profiles,
 )
 from tests.conftest import CORPUS, STORES
+from tests.generate.test_openai_http import server  # noqa: F401 (a fixture)
 
 ACME = Principal("ann", "acme")
 LEAVE = "How many vacation days do I get?"
@@ -378,3 +379,41 @@ def test_cli_an_update_without_profile_keeps_the_recorded_one(small_corpus, tmp_
         ["acme/policies/remote-work.md"],
     )
     assert summary["chunker"]["size"] == 360 and "chunker" not in summary["rebuilt"]  # not re-cut
+
+
+def test_the_profile_decides_the_fusion_and_the_reranker(small_corpus):
+    index = Index.from_folder(small_corpus, profile="offline-fast")
+    assert str(index.retriever("hybrid").fusion) == "rrf w=0.0"
+    assert index.retriever("hybrid").reranker is None
+    changed = {**_fields(profile("offline-fast")), "fusion": "minmax", "reranker": True}
+    reranked = index.with_profile(Profile(**{**changed, "name": "reranked"}))
+    assert str(reranked.retriever("hybrid").fusion) == "minmax w=0.0"
+    assert reranked.retriever("hybrid").reranker is not None
+
+
+def test_a_profile_with_a_model_asks_the_server_its_environment_names(
+    small_corpus,
+    server,  # noqa: F811
+    monkeypatch,
+):
+    from raglab.embed.tokens import approx_tokens
+
+    monkeypatch.setenv("RAGLAB_LLM_URL", server.url)
+    monkeypatch.setenv("RAGLAB_LLM_MODEL", "tiny")
+    model = {
+        **_fields(profile("offline-fast")),
+        "name": "fast-llm",
+        "answerer": "openai",
+        "calibration": None,
+        "llm_url": "$RAGLAB_LLM_URL",
+        "llm_model": "$RAGLAB_LLM_MODEL",
+        "context_tokens": 250,
+    }
+    server.answer("Staff get 25 days [1].")
+    index = Index.from_folder(small_corpus, profile="offline-fast")
+    answer = ask(LEAVE, index, ACME, profile=Profile(**model))
+    assert answer.text == "Staff get 25 days [1]." and len(answer.citations) == 1
+    assert json.loads(server.requests[0]["body"])["model"] == "tiny"
+    # the context budget, in the profile's tokens (4 characters each): fewer than k sources
+    assert 1 <= len(answer.retrieved) < 5
+    assert sum(approx_tokens(hit.chunk.text) for hit in answer.retrieved) <= 250
