@@ -126,6 +126,11 @@ def open_index(args: argparse.Namespace) -> Index:
     return index
 
 
+def k_and_method(args: argparse.Namespace, index: Index) -> tuple[int, str]:
+    """--k and --retriever, else the index's profile's (`Index.k`, `Index.method`)."""
+    return args.k or index.k, args.retriever or index.method
+
+
 def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = None) -> Chunker:
     """The Chunker the options ask for; one left out takes `recorded`'s value, else the default."""
     from raglab.ingest.chunking import Chunker
@@ -297,7 +302,7 @@ def run_eval(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions, doc_ids=index.document_ids() | refused.keys())
     warn_refused_relevant(questions, refused)
 
-    k, method = args.k or index.k, args.retriever or index.method  # flag, else the profile's
+    k, method = k_and_method(args, index)
 
     def answer(q: Question) -> Answer:
         return ask(q.question, index, q.asker, k=k, method=method, **selection)
