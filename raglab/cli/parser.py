@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--embedder",
             choices=available_embedders(),
             default=None,
-            help="embedder for --docs (default hashing; an index remembers its own)",
+            help="embedder for --docs (default: the profile's, else hashing; an index remembers its own)",
         )
         chunker_options(sub)
         limit_options(sub)
@@ -151,7 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store_options(index)
     index.add_argument(
-        "--embedder", choices=available_embedders(), default=None, help="default hashing"
+        "--embedder",
+        choices=available_embedders(),
+        default=None,
+        help="default: the profile's, else an index's own profile's, else hashing",
     )
     chunker_options(index)
     limit_options(index)
