@@ -417,3 +417,15 @@ def test_a_profile_with_a_model_asks_the_server_its_environment_names(
     # the context budget, in the profile's tokens (4 characters each): fewer than k sources
     assert 1 <= len(answer.retrieved) < 5
     assert sum(approx_tokens(hit.chunk.text) for hit in answer.retrieved) <= 250
+
+
+def test_a_profile_made_for_another_version_of_its_embedder_is_refused(small_corpus, tmp_path):
+    older = {**_fields(profile("offline-fast")), "name": "older", "embedder_version": "hash-v1"}
+    with pytest.raises(
+        ProfileMismatch, match=r"profile 'older' was made for hashing version hash-v1"
+    ):
+        Index.from_folder(small_corpus, profile=Profile(**older))
+    path = tmp_path / "i.sqlite"
+    Index.from_folder(small_corpus, path=path, profile="offline-fast").store.close()
+    with pytest.raises(ProfileMismatch, match=r"embedder version hash-v2:.* instead of hash-v1"):
+        Index.open(path, profile=Profile(**older))
