@@ -50,6 +50,7 @@ from raglab.ingest.chunking import KINDS, Chunker
 from raglab.query import METHODS
 from raglab.retrieve.fusion import FUSIONS, Fusion
 from raglab.text import tokenize
+from raglab.validation import check_int, check_number
 
 if TYPE_CHECKING:
     from raglab.embed.tokens import TokenCount
@@ -113,13 +114,16 @@ class Profile:
     context_tokenizer: str = "wordpiece"
 
     def __post_init__(self) -> None:
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            kind = TYPES[spec.name]
-            if isinstance(value, int) and not isinstance(value, bool) and kind is float:
-                object.__setattr__(self, spec.name, float(value))
-            elif not _is(value, kind, optional=spec.name in OPTIONAL):
-                raise ValueError(f"{key_of(spec.name)}: must be {TYPE_NAMES[kind]} (got {value!r})")
+        # a wrong type is a TypeError, a value out of bounds a ValueError (raglab.validation)
+        for name, minimum in WHOLE_NUMBERS.items():
+            check_int(name, getattr(self, name), minimum=minimum)
+        weight = check_number("dense_weight", self.dense_weight, minimum=0, maximum=1)
+        object.__setattr__(self, "dense_weight", weight)
+        for name, kind in TEXT_AND_FLAGS.items():
+            value = getattr(self, name)
+            if not isinstance(value, kind) and not (value is None and name in OPTIONAL):
+                what = "true or false" if kind is bool else "a string"
+                raise TypeError(f"{key_of(name)} must be {what} (got {key_of(name)}={value!r})")
         for check in CHECKS:
             reason = check(self)
             if reason:
@@ -201,38 +205,27 @@ def field_of(key: str) -> str:
     return {key: name for name, key in KEYS.items()}.get(key, key)
 
 
-TYPES: dict[str, type] = {
+WHOLE_NUMBERS = {"chunk_tokens": 1, "overlap_tokens": 0, "k": 1, "context_tokens": 1}
+"""The fields that are whole numbers, and the least each may be."""
+
+TEXT_AND_FLAGS: dict[str, type] = {
     "name": str,
     "embedder": str,
-    "chunk_tokens": int,
     "about": str,
     "embedder_version": str,
     "chunker_kind": str,
-    "overlap_tokens": int,
     "contextual": bool,
-    "k": int,
     "retriever": str,
     "fusion": str,
-    "dense_weight": float,
     "reranker": bool,
     "answerer": str,
     "calibration": str,
     "llm_url": str,
     "llm_model": str,
-    "context_tokens": int,
     "context_tokenizer": str,
 }
-TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false", float: "a number"}
 OPTIONAL = frozenset({"embedder_version", "calibration", "llm_url", "llm_model"})
 REQUIRED = ("embedder", "chunk_tokens")
-
-
-def _is(value: object, kind: type, *, optional: bool) -> bool:
-    if value is None:
-        return optional
-    if kind is int:  # subtle: True is an int to Python, never a size to a profile
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
 
 
 def _choice(key: str, value: object, choices: tuple[str, ...] | list[str]) -> str:
@@ -246,10 +239,8 @@ def _check_embedder(p: Profile) -> str:
 
 
 def _check_chunks(p: Profile) -> str:
-    if p.chunk_tokens < 1:
-        return f"chunk_tokens: must be >= 1 (got {p.chunk_tokens})"
-    if not 0 <= p.overlap_tokens < p.chunk_tokens:
-        return f"overlap_tokens: must be >= 0 and < chunk_tokens (got {p.overlap_tokens})"
+    if p.overlap_tokens >= p.chunk_tokens:
+        return f"overlap_tokens must be < chunk_tokens (got overlap_tokens={p.overlap_tokens})"
     reads = READS_TOKENS.get(p.embedder)
     if reads is not None and p.chunk_tokens > reads:
         return f"chunk_tokens: {p.embedder} reads at most {reads} tokens of a chunk (got {p.chunk_tokens})"
@@ -257,16 +248,10 @@ def _check_chunks(p: Profile) -> str:
 
 
 def _check_retrieval(p: Profile) -> str:
-    if p.k < 1:
-        return f"k: must be >= 1 (got {p.k})"
-    if not 0 <= p.dense_weight <= 1:
-        return f"dense_weight: must be between 0 and 1 (got {p.dense_weight})"
     return _choice("retriever", p.retriever, METHODS) or _choice("fusion", p.fusion, FUSIONS)
 
 
 def _check_answerer(p: Profile) -> str:
-    if p.context_tokens < 1:
-        return f"context_tokens: must be >= 1 (got {p.context_tokens})"
     reason = _choice("answerer", p.answerer, ANSWERERS) or _choice(
         "context_tokenizer", p.context_tokenizer, CONTEXT_TOKENIZERS
     )
@@ -333,7 +318,7 @@ def parse_profile(name: str, table: object, where: str) -> Profile:
             raise refuse(f"{key}: missing (every profile names its embedder and chunk_tokens)")
     try:
         return Profile(name=name, **{field_of(key): value for key, value in table.items()})
-    except ValueError as error:
+    except (TypeError, ValueError) as error:
         raise refuse(str(error)) from None
 
 

@@ -117,10 +117,10 @@ def test_the_user_config_folder_is_read_when_it_exists(tmp_path, monkeypatch):
         (f"{FAST}chunk_size = 800\n", r"unknown key 'chunk_size'; the keys are: about, "),
         (
             'embedder = "hashing"\nchunk_tokens = "200"\n',
-            r"chunk_tokens: must be a whole number \(got '200'\)",
+            r"chunk_tokens must be an integer >= 1 \(got chunk_tokens='200'\)",
         ),
-        (f"{FAST}k = true\n", r"k: must be a whole number \(got True\)"),
-        (f"{FAST}contextual = 1\n", r"contextual: must be true or false \(got 1\)"),
+        (f"{FAST}k = true\n", r"k must be an integer >= 1 \(got k=True\)"),
+        (f"{FAST}contextual = 1\n", r"contextual must be true or false \(got contextual=1\)"),
         (
             'embedder = "bert"\nchunk_tokens = 100\n',
             r"embedder: unknown 'bert'; choose from: hashing, lsa, minilm",
@@ -130,11 +130,17 @@ def test_the_user_config_folder_is_read_when_it_exists(tmp_path, monkeypatch):
             'embedder = "minilm"\nchunk_tokens = 300\n',
             r"chunk_tokens: minilm reads at most 254 tokens",
         ),
-        (f"{FAST}overlap_tokens = 100\n", r"overlap_tokens: must be >= 0 and < chunk_tokens"),
+        (
+            f"{FAST}overlap_tokens = 100\n",
+            r"overlap_tokens must be < chunk_tokens \(got overlap_tokens=100\)",
+        ),
         (f'{FAST}answerer = "openai"\n', r"llm_url: the openai answerer needs a server URL"),
         (f'{FAST}calibration = "bert"\n', r"calibration: no abstention rule is fitted for 'bert'"),
         (f'{FAST}fusion = "sum"\n', r"fusion: unknown 'sum'; choose from: rrf, minmax"),
-        (f"{FAST}dense_weight = 2\n", r"dense_weight: must be between 0 and 1"),
+        (
+            f"{FAST}dense_weight = 2\n",
+            r"dense_weight must be a finite number from 0 to 1 \(got dense_weight=2\)",
+        ),
     ],
 )
 def test_a_bad_profile_is_one_line_naming_the_file_the_profile_and_the_key(
@@ -429,3 +435,13 @@ def test_a_profile_made_for_another_version_of_its_embedder_is_refused(small_cor
     Index.from_folder(small_corpus, path=path, profile="offline-fast").store.close()
     with pytest.raises(ProfileMismatch, match=r"embedder version hash-v2:.* instead of hash-v1"):
         Index.open(path, profile=Profile(**older))
+
+
+def test_a_profile_made_in_python_is_checked_as_raglab_checks_every_argument():
+    with pytest.raises(
+        ValueError, match=r"chunk_tokens must be an integer >= 1 \(got chunk_tokens=0\)"
+    ):
+        Profile("p", "hashing", 0)
+    with pytest.raises(TypeError, match=r"reranker must be true or false \(got reranker='yes'\)"):
+        Profile("p", "hashing", 100, reranker="yes")
+    assert Profile("p", "hashing", 100, dense_weight=1).dense_weight == 1.0  # a TOML 1 is 1.0
