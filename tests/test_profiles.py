@@ -445,3 +445,15 @@ def test_a_profile_made_in_python_is_checked_as_raglab_checks_every_argument():
     with pytest.raises(TypeError, match=r"reranker must be true or false \(got reranker='yes'\)"):
         Profile("p", "hashing", 100, reranker="yes")
     assert Profile("p", "hashing", 100, dense_weight=1).dense_weight == 1.0  # a TOML 1 is 1.0
+
+
+def test_cli_ask_with_a_model_profile_and_no_server_set_says_so_before_indexing(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("RAGLAB_LLM_URL", raising=False)
+    missing = tmp_path / "no-such-folder"  # never read: the model is made first
+    assert main(["ask", LEAVE, "--docs", str(missing), "--profile", "llm"]) == 1
+    assert capsys.readouterr().err == (
+        "raglab: error: profile 'llm' reads llm_url from RAGLAB_LLM_URL, which is not set: "
+        "export RAGLAB_LLM_URL=... (an OpenAI-compatible server), or choose an offline profile\n"
+    )

@@ -188,7 +188,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from raglab.records import Principal
 
     check_question(args.question)  # before the index is opened: refused in a moment
-    generator = make_generator(args)
+    generator = make_generator(args) or profile_model(args)
     selection = selection_of(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
@@ -221,6 +221,15 @@ def make_generator(args: argparse.Namespace) -> OpenAIChatGenerator | None:
 
     key = os.environ.get("RAGLAB_API_KEY")
     return OpenAIChatGenerator(args.llm_url, args.llm_model, key, timeout=args.llm_timeout)
+
+
+def profile_model(args: argparse.Namespace) -> OpenAIChatGenerator | None:
+    """The model --profile answers with (with --llm-timeout), made before the index is
+    opened: a server left unset is reported in a moment. None for an offline profile."""
+    profile = chosen_profile(args)
+    if profile is None or profile.answerer != "openai":
+        return None
+    return profile.model(timeout=args.llm_timeout)
 
 
 def run_index(args: argparse.Namespace) -> int:
