@@ -65,6 +65,7 @@ PUBLIC = {
     "generate.llm_rewrite": ("LLMRewriter",),
     "pipeline": ("Index", "Limits", "ask"),
     "query": ("METHODS", "Retriever"),
+    "profiles": ("Profile", "ProfileError", "ProfileMismatch", "available_profiles", "profile"),
     "generate.prompting": ("ABSTENTION", "Prompt", "build_prompt"),
     "retrieve.query_expansion": ("QueryExpansion", "feedback_terms"),
     "records": ("Answer", "Chunk", "Citation", "Confidence", "Document", "Hit", "Principal"),

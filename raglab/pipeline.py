@@ -18,10 +18,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from raglab.embed.embedders import Embedder
+from raglab.embed.embedders import Embedder, is_fittable
 from raglab.embed.embedders import embedder as make_embedder
 from raglab.embed.reading import sentence_embedding
-from raglab.generate.abstention import KnownStems
+from raglab.generate.abstention import KnownStems, load_rule
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.generation import Generator, is_abstention
@@ -29,12 +29,14 @@ from raglab.generate.prompting import build_prompt, check_question
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
+from raglab.profiles import Profile, ProfileMismatch, from_record, overridden, refusal
+from raglab.profiles import profile as find_profile
 from raglab.query import FitCache, Retriever
 from raglab.records import Answer, Confidence, Hit, Principal
 from raglab.retrieve.diversity import Diversity
 from raglab.retrieve.fusion import Fusion, default_fusion
 from raglab.retrieve.query_expansion import QueryExpansion
-from raglab.retrieve.rerank import default_reranker
+from raglab.retrieve.rerank import Reranker, default_reranker, load_reranker
 from raglab.store.errors import StoreError
 from raglab.store.indexing import SyncReport, check_embedder, sync
 from raglab.store.memory import MemoryStore
@@ -42,6 +44,7 @@ from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
 
 if TYPE_CHECKING:
+    from raglab.embed.tokens import TokenCount
     from raglab.store.qdrant_store import QdrantStore
 
 DEFAULT_EMBEDDER = "hashing"
@@ -79,7 +82,12 @@ class Index:
     report: SyncReport | None = None
     load_errors: tuple[DocumentError, ...] = ()
     warnings: tuple[DocumentError, ...] = ()  # loaded, but changed or doubtful (`LoadResult`)
-    fusion: Fusion | None = None  # hybrid search's fusion; None: the embedder's default
+    fusion: Fusion | None = (
+        None  # hybrid search's fusion; None: the profile's, else the embedder's default
+    )
+    profile: Profile | None = (
+        None  # the profile its queries use (`raglab.profiles`); None: the defaults
+    )
     _retrievers: dict[tuple[str, float | None], Retriever] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -90,13 +98,14 @@ class Index:
         cls,
         folder: str | Path,
         *,
-        embedder: str | Embedder = DEFAULT_EMBEDDER,
+        embedder: str | Embedder | None = None,
         chunker: Chunker | Callable[[dict[str, Any] | None], Chunker] | None = None,
         path: str | Path | None = None,
         backend: str = "sqlite",
         qdrant_url: str | None = None,
         limits: Limits | None = None,
         fusion: Fusion | None = None,
+        profile: str | Profile | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
@@ -110,27 +119,39 @@ class Index:
         `chunker`: a `Chunker` (default `Chunker()`), or a function that makes one from the
         chunker settings the index at `path` records (None for a new index), read in the
         same opening of the index that writes it. `fusion`: how hybrid search fuses its two
-        rankings (default: `default_fusion`).
+        rankings (default: the profile's, else `default_fusion`).
+
+        `profile` (a `raglab.profiles.Profile` or its name) gives the embedder, the chunker
+        and every query setting at once; `embedder` and `chunker`, when given, override its
+        own, and the index records the profile with what overrode it. Without one: the
+        hashing embedder and `Chunker()`, or what an index at `path` recorded.
         """
         limits = limits or Limits()
+        chosen = None if profile is None else find_profile(profile)
         new = path is None or (qdrant_url is None and not Path(path).exists())
         if callable(chunker) and new:
             chunker = chunker(None)  # nothing recorded: a bad choice fails before a file is made
-        choose = chunker if callable(chunker) else lambda _: chunker or Chunker()
         loaded = load_folder(
             folder, max_bytes=limits.max_bytes, max_files=limits.max_files, secrets=limits.secrets
         )
-        embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
 
         def index(
             store: VectorStore, recorded: dict[str, Any] | None
         ) -> tuple[SyncReport, list[DocumentError]]:
             """Chunk (within the limits) and sync; returns the report and the refused files."""
-            cutter = choose(recorded)
+            # An update without a profile keeps the one the index recorded.
+            base = chosen or recorded_profile(store.meta, "the index")
+            model = profile_embedder(embedder, base)
+            if callable(chunker):
+                cutter = chunker(recorded)
+            else:
+                cutter = chunker or (base.chunker() if base else Chunker())
             if cutter.kind == "semantic" and cutter.embedding is None:  # the index's own embedder
-                cutter = replace(cutter, embedding=sentence_embedding(embedder))
+                cutter = replace(cutter, embedding=sentence_embedding(model))
             documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
-            return sync(store, documents, chunker=cutter, embedder=embedder), too_long
+            report = sync(store, documents, chunker=cutter, embedder=model)
+            record_profile(store, base, report)
+            return report, too_long
 
         if path is None:
             store: VectorStore = MemoryStore()
@@ -140,7 +161,8 @@ class Index:
             with kind.writing(path, **options) as store:
                 report, too_long = index(store, store.meta["chunker"])
         errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
-        return cls(store, report.embedder, report, errors, loaded.warnings, fusion)
+        recorded = recorded_profile(store.meta, "the index")
+        return cls(store, report.embedder, report, errors, loaded.warnings, fusion, recorded)
 
     @classmethod
     def open(
@@ -151,6 +173,7 @@ class Index:
         backend: str = "sqlite",
         qdrant_url: str | None = None,
         qdrant_keyword: str | None = None,
+        profile: str | Profile | None = None,
     ) -> Index:
         """Open an index written by `from_folder(..., path=...)` or `raglab index`.
 
@@ -163,6 +186,10 @@ class Index:
         stored id, dimension and version (for a fittable embedder, the version of each
         partition's fit, when a user of it first asks); a mismatch is refused, never silently
         compared.
+
+        Its queries use the profile it recorded (`raglab.profiles`), or `profile`: one whose
+        embedder or chunking differs from the index's is refused (`ProfileMismatch`, saying
+        what differs and what to run).
         """
         kind, options = store_class(backend, qdrant_url)
         if qdrant_keyword is not None:
@@ -179,13 +206,40 @@ class Index:
         embedder = make_embedder(embedder) if isinstance(embedder, str) else embedder
         # A fittable embedder's per-partition fits are checked when a partition is first asked.
         check_embedder(store, embedder)
-        return cls(store, embedder)
+        recorded = recorded_profile(store.meta, f"index {str(path)!r}")
+        if profile is None:
+            return cls(store, embedder, profile=recorded)
+        chosen = find_profile(profile)
+        mismatch = refusal(chosen, store.meta, str(path))
+        if mismatch is not None:
+            store.close()
+            raise mismatch
+        return cls(store, embedder, profile=chosen)
 
     @property
     def chunker_params(self) -> dict[str, Any] | None:
         """The chunker settings the index was built with (`Chunker.params()`), as recorded."""
         params: dict[str, Any] | None = self.store.meta["chunker"]
         return params
+
+    def with_profile(self, profile: str | Profile) -> Index:
+        """This index, its queries made with `profile`; refused (`ProfileMismatch`) when the
+        profile's embedder or chunking is not the index's own."""
+        chosen = find_profile(profile)
+        mismatch = refusal(chosen, self.store.meta, None)
+        if mismatch is not None:
+            raise mismatch
+        return replace(self, profile=chosen)
+
+    @property
+    def k(self) -> int:
+        """How many chunks a question gets by default: the profile's k, else `DEFAULT_K`."""
+        return self.profile.k if self.profile else DEFAULT_K
+
+    @property
+    def method(self) -> str:
+        """How chunks are ranked by default: the profile's retriever, else `DEFAULT_METHOD`."""
+        return self.profile.retriever if self.profile else DEFAULT_METHOD
 
     def document_ids(self) -> frozenset[str]:
         """The ids of the documents the index holds."""
@@ -210,38 +264,87 @@ class Index:
         key = (method, min_score)
         if key not in self._retrievers:
             hybrid = method == "hybrid"
-            reranker = default_reranker(self.embedder.name) if hybrid else None
             self._retrievers[key] = Retriever(
                 self.store,
                 self.embedder,
                 method,
                 min_score,
                 fits=self._fits,
-                fusion=(self.fusion or default_fusion(self.embedder.name)) if hybrid else None,
-                reranker=reranker,
+                fusion=self._fusion() if hybrid else None,
+                reranker=self._reranker() if hybrid else None,
             )
         retriever = self._retrievers[key]
         if diversity is None and expansion is None:
             return retriever
         return replace(retriever, diversity=diversity, expansion=expansion)
 
+    def _fusion(self) -> Fusion:
+        """The fusion given, else the profile's, else the embedder's default."""
+        if self.fusion is not None:
+            return self.fusion
+        return self.profile.fusion_rule() if self.profile else default_fusion(self.embedder.name)
+
+    def _reranker(self) -> Reranker | None:
+        """The profile's choice (the shipped reranker for the embedder, or none), else the
+        shipped one when its held-out figures enabled it."""
+        if self.profile is None:
+            return default_reranker(self.embedder.name)
+        return load_reranker(self.embedder.name) if self.profile.reranker else None
+
     def search(
         self,
         question: str,
         principal: Principal,
         *,
-        k: int = DEFAULT_K,
-        method: str = DEFAULT_METHOD,
+        k: int | None = None,
+        method: str | None = None,
         min_score: float | None = None,
         diversity: Diversity | None = None,
         expansion: QueryExpansion | None = None,
     ) -> list[Hit]:
         """The top-k chunks `principal` may read, ranked for `question` by `method`: the
-        query path of `raglab.query` (expand, retrieve, fuse, rerank, diversify)."""
+        query path of `raglab.query` (expand, retrieve, fuse, rerank, diversify). `k` and
+        `method` left out: the profile's (`Index.k`, `Index.method`)."""
         retriever = self.retriever(
-            method, min_score=min_score, diversity=diversity, expansion=expansion
+            method or self.method, min_score=min_score, diversity=diversity, expansion=expansion
         )
-        return retriever.search(question, principal, k)
+        return retriever.search(question, principal, self.k if k is None else k)
+
+
+def recorded_profile(meta: dict[str, Any], where: str) -> Profile | None:
+    """The profile an index recorded in its meta (`record_profile`), or None."""
+    record = meta["profile"]
+    return None if record is None else from_record(record, where)
+
+
+def record_profile(store: VectorStore, base: Profile | None, report: SyncReport) -> None:
+    """Record in the index the profile it was built with and the settings that overrode it,
+    read off what `sync` used (nothing without a profile)."""
+    if base is not None:
+        replaced = overridden(base, report.embedder.name, report.chunker)
+        store.set_meta({"profile": {**base.as_dict(), "overridden": replaced}})
+
+
+def profile_embedder(given: str | Embedder | None, base: Profile | None) -> Embedder:
+    """The embedder given, else the profile's, else `DEFAULT_EMBEDDER`; a profile's is
+    checked to be the version the profile was made for."""
+    chosen = given if given is not None else base.embedder if base else DEFAULT_EMBEDDER
+    model = make_embedder(chosen) if isinstance(chosen, str) else chosen
+    if base is not None:
+        check_version(base, model)
+    return model
+
+
+def check_version(chosen: Profile, embedder: Embedder) -> None:
+    """Refuse to index with a profile made for another version of its embedder."""
+    if embedder.name != chosen.embedder or is_fittable(embedder):
+        return  # overridden by another embedder; a learned one has a version per fit
+    if chosen.embedder_version is not None and embedder.version != chosen.embedder_version:
+        raise ProfileMismatch(
+            f"profile {chosen.name!r} was made for {chosen.embedder} version "
+            f"{chosen.embedder_version}, but this raglab's is {embedder.version}: "
+            "update the profile's embedder_version (its chunk sizes and calibration may no longer fit)"
+        )
 
 
 def store_class(
@@ -271,11 +374,21 @@ def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder
 def default_answerer(index: Index, principal: Principal, method: str) -> ExtractiveGenerator:
     """The offline answerer `ask` uses for `principal`: it scores sentences with
     `answer_embedder` and knows the words of the documents the principal may read
-    (`raglab.generate.abstention.vocabulary`), never anyone else's."""
+    (`raglab.generate.abstention.vocabulary`), never anyone else's. With a profile, its
+    calibration's abstention rule decides."""
+    calibration = index.profile.calibration if index.profile else None
     return ExtractiveGenerator(
         embedder=answer_embedder(index, principal, method),
         known_words=known_words(index, principal),
+        rule=None if calibration is None else load_rule(calibration),
     )
+
+
+def profile_answerer(index: Index, principal: Principal, method: str) -> Generator:
+    """The answerer of the index's profile: its model, or the offline extractive one."""
+    if index.profile is not None and index.profile.answerer == "openai":
+        return index.profile.model()
+    return default_answerer(index, principal, method)
 
 
 def known_words(index: Index, principal: Principal) -> KnownStems:
@@ -289,14 +402,16 @@ def ask(
     index: Index,
     principal: Principal,
     *,
-    k: int = DEFAULT_K,
-    method: str = DEFAULT_METHOD,
+    k: int | None = None,
+    method: str | None = None,
     generator: Generator | None = None,
     max_chars: int = 6000,
     max_tokens: int | None = None,
+    count_tokens: TokenCount | None = None,
     order: str = "rank",
     diversity: Diversity | None = None,
     expansion: QueryExpansion | None = None,
+    profile: str | Profile | None = None,
 ) -> Answer:
     """Answer `question` for `principal` from `index`, with verified citations.
 
@@ -309,18 +424,36 @@ def ask(
     `max_tokens` (counted with MiniLM's WordPiece) and `order` ("rank" or "ends") are
     `build_prompt`'s: a model's context window is counted in its own tokens.
     `diversity` and `expansion` change how chunks are chosen (`Index.search`).
+
+    `profile` (`raglab.profiles`; default: the one the index recorded) gives `k`, `method`,
+    the answerer and the token budget (`max_tokens` counted by its `count_tokens`); each of
+    those given here overrides the profile's. A profile whose embedder or chunking is not
+    the index's own is refused (`ProfileMismatch`). Without a profile: k 5, hybrid, the
+    extractive answerer, no token budget.
     """
     check_question(question)  # before any work: a bounded question keeps every step bounded
+    if profile is not None and find_profile(profile) != index.profile:
+        index = index.with_profile(profile)
+    method = method or index.method
+    if index.profile is not None and max_tokens is None:
+        max_tokens = index.profile.context_tokens
+        count_tokens = count_tokens or index.profile.count_tokens()
     # expand, retrieve (dense, BM25), fuse, rerank, diversify: k is checked and every
     # depth decided once, where the query path starts (`raglab.query.QueryPlan`)
     hits = index.search(
         question, principal, k=k, method=method, diversity=diversity, expansion=expansion
     )
     if generator is None:
-        generator = default_answerer(index, principal, method)
+        generator = profile_answerer(index, principal, method)
     # prompt, generate, verify the citations
     return answer_from(
-        question, hits, generator, max_chars=max_chars, max_tokens=max_tokens, order=order
+        question,
+        hits,
+        generator,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+        count_tokens=count_tokens,
+        order=order,
     )
 
 
@@ -331,6 +464,7 @@ def answer_from(
     *,
     max_chars: int = 6000,
     max_tokens: int | None = None,
+    count_tokens: TokenCount | None = None,
     order: str = "rank",
 ) -> Answer:
     """The query path after retrieval: prompt, generate, verify the citations (see `ask`).
@@ -338,7 +472,14 @@ def answer_from(
     Apart from `ask` so that another retrieval (a reranker, notebook 09's steps) can be
     answered exactly as `ask` answers.
     """
-    prompt = build_prompt(question, hits, max_chars=max_chars, max_tokens=max_tokens, order=order)
+    prompt = build_prompt(
+        question,
+        hits,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+        count_tokens=count_tokens,
+        order=order,
+    )
     confidence = None
     if isinstance(generator, ExtractiveGenerator):  # it says how sure it is
         decision = generator.decide(prompt)

@@ -3,7 +3,7 @@
 The wings in the pipeline's order, lowest first (ARCHITECTURE.md draws them):
 
     base (records, text, validation, samples, _threads, __init__) -> ingest -> embed
-    -> retrieve -> store -> generate -> pipeline (pipeline.py, query.py) -> evaluation
+    -> retrieve -> store -> generate -> pipeline (pipeline.py, query.py, profiles.py) -> evaluation
     -> workbook -> cli (cli, __main__)
 
 A module may import its own wing and the wings before it. The one exception is a protocol
@@ -50,6 +50,7 @@ TOP_LEVEL = {
     "_threads": "base",
     "pipeline": "pipeline",
     "query": "pipeline",
+    "profiles": "pipeline",
     "cli": "cli",
     "__main__": "cli",
 }

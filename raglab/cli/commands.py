@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CL
     from raglab.ingest.chunking import Chunker
     from raglab.ingest.loaders import DocumentError
     from raglab.pipeline import Index, Limits
+    from raglab.profiles import Profile
     from raglab.records import Answer, Principal
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
@@ -81,26 +82,53 @@ def selection_of(args: argparse.Namespace) -> Selection:
     return {"diversity": diversity, "expansion": expansion}
 
 
+def chosen_profile(args: argparse.Namespace) -> Profile | None:
+    """The profile --profile names (shipped, yours, or in --profiles FILE), or None."""
+    from raglab.profiles import profile
+
+    if args.profile is None:
+        if args.profiles is not None:
+            raise ValueError("--profiles FILE needs --profile NAME (one of the file's profiles)")
+        return None
+    return profile(args.profile, profiles_file=args.profiles)
+
+
+def profile_chunker(profile: Profile | None) -> dict[str, Any] | None:
+    """The chunker settings a profile indexes with, as `make_chunker` takes them."""
+    return None if profile is None else profile.chunker().params()
+
+
 def open_index(args: argparse.Namespace) -> Index:
-    """An Index from --docs (in memory) or --index (a file), reporting skipped files."""
-    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+    """An Index from --docs (in memory) or --index (a file), reporting skipped files.
+
+    With --profile, --docs is indexed with the profile, and an --index built with another
+    embedder or chunking is refused (`raglab.profiles.refusal`)."""
+    from raglab.pipeline import Index
 
     where = store_of(args)
     if args.qdrant_keyword is not None and where["backend"] != "qdrant":
         raise ValueError("--qdrant-keyword applies to a Qdrant --index (--store qdrant)")
+    profile = chosen_profile(args)
     if args.index is not None:
         if args.embedder is not None:
             raise ValueError(
                 "--embedder applies to --docs; an index file uses the embedder it was built with"
             )
-        index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword)
+        index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword, profile=profile)
         check_chunker(args, index.chunker_params)
         return index
-    embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
-    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
+    chunker = make_chunker(args, profile_chunker(profile))
+    index = Index.from_folder(
+        args.docs, embedder=args.embedder, chunker=chunker, limits=limits_of(args), profile=profile
+    )
     warn_load_errors(index.load_errors)
     warn_loaded(index.warnings)
     return index
+
+
+def k_and_method(args: argparse.Namespace, index: Index) -> tuple[int, str]:
+    """--k and --retriever, else the index's profile's (`Index.k`, `Index.method`)."""
+    return args.k or index.k, args.retriever or index.method
 
 
 def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = None) -> Chunker:
@@ -160,7 +188,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from raglab.records import Principal
 
     check_question(args.question)  # before the index is opened: refused in a moment
-    generator = make_generator(args)
+    generator = make_generator(args) or profile_model(args)
     selection = selection_of(args)
     index = open_index(args)
     principal = Principal(args.user, args.tenant, args.groups)
@@ -222,7 +250,7 @@ def run_agent_ask(
 
     planner = None if generator is None else ModelPlanner(generator)
     run = run_agent(
-        args.question, index, principal, planner=planner, method=args.retriever,
+        args.question, index, principal, planner=planner, method=k_and_method(args, index)[1],
         generator=generator,
     )  # fmt: skip
     if args.json:
@@ -245,16 +273,28 @@ def make_generator(args: argparse.Namespace) -> OpenAIChatGenerator | None:
     return OpenAIChatGenerator(args.llm_url, args.llm_model, key, timeout=args.llm_timeout)
 
 
-def run_index(args: argparse.Namespace) -> int:
-    from raglab.pipeline import DEFAULT_EMBEDDER, Index
+def profile_model(args: argparse.Namespace) -> OpenAIChatGenerator | None:
+    """The model --profile answers with (with --llm-timeout), made before the index is
+    opened: a server left unset is reported in a moment. None for an offline profile."""
+    profile = chosen_profile(args)
+    if profile is None or profile.answerer != "openai":
+        return None
+    return profile.model(timeout=args.llm_timeout)
 
+
+def run_index(args: argparse.Namespace) -> int:
+    from raglab.pipeline import Index
+
+    profile = chosen_profile(args)
     index = Index.from_folder(
         args.folder,
-        embedder=args.embedder or DEFAULT_EMBEDDER,
-        # An option left out keeps the index's own setting: an update never re-cuts by surprise.
-        chunker=lambda recorded: make_chunker(args, recorded),
+        embedder=args.embedder,
+        # An option left out keeps the profile's setting, else the index's own: an update
+        # never re-cuts by surprise.
+        chunker=lambda recorded: make_chunker(args, profile_chunker(profile) or recorded),
         path=args.index,
         limits=limits_of(args),
+        profile=profile,
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
@@ -264,6 +304,7 @@ def run_index(args: argparse.Namespace) -> int:
         raise RuntimeError("Index.from_folder returned no sync report")
     summary = {
         "index": str(args.index),
+        "profile": None if index.profile is None else index.profile.name,
         "embedder": index.embedder.name,
         "chunker": report.chunker,
         "added": list(report.added),
@@ -277,9 +318,10 @@ def run_index(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
+        named = "" if index.profile is None else f", profile {index.profile.name}"
         print(
             f"indexed {args.folder} into {args.index} with the {index.embedder.name} embedder "
-            f"({describe_chunker(report.chunker)}): "
+            f"({describe_chunker(report.chunker)}{named}): "
             f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, "
             f"{len(report.unchanged)} unchanged, {len(index.load_errors)} skipped"
         )
@@ -319,22 +361,25 @@ def run_eval(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions, doc_ids=index.document_ids() | refused.keys())
     warn_refused_relevant(questions, refused)
 
+    k, method = k_and_method(args, index)
+
     def answer(q: Question) -> Answer:
-        return ask(q.question, index, q.asker, k=args.k, method=args.retriever, **selection)
+        return ask(q.question, index, q.asker, k=k, method=method, **selection)
 
     report = evaluate(
         questions,
         search=lambda q, depth: index.search(
-            q.question, q.asker, k=depth, method=args.retriever, **selection
+            q.question, q.asker, k=depth, method=method, **selection
         ),
         answer=None if args.retrieval_only else answer,
-        k=args.k,
-        retriever=args.retriever,
+        k=k,
+        retriever=method,
         embedder=index.embedder.name,
         refused_docs=refused.keys(),
     )
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
+        profile = None if index.profile is None else index.profile.name
+        print(json.dumps({**report.as_dict(), "profile": profile}, indent=2))
     else:
         print(format_table(report))
     return 0

@@ -16,6 +16,7 @@ EXAMPLES = """\
 examples:
   raglab ask "How many vacation days do I get?" --docs data/corpus --tenant acme
   raglab index data/corpus --index corpus.sqlite
+  raglab index data/corpus --index neural.sqlite --profile offline-neural
   raglab ask "What does error E-204 mean?" --index corpus.sqlite --tenant globex --json
   raglab eval --docs data/corpus --questions data/questions.jsonl --retriever bm25 --json
   raglab progress exercises
@@ -67,23 +68,29 @@ def build_parser() -> argparse.ArgumentParser:
             help="a Qdrant index's keyword ranking: exact (BM25 fitted here, the default) or "
             "server (sparse vectors ranked in Qdrant: faster cold, scores not identical)",
         )
-        sub.add_argument("--k", type=positive_int, default=5, help=f"{k_help} (default 5)")
+        sub.add_argument(
+            "--k",
+            type=positive_int,
+            default=None,
+            help=f"{k_help} (default: the profile's, else 5)",
+        )
         sub.add_argument(
             "--retriever",
             choices=METHODS,
-            default="hybrid",
-            help="ranking method (default hybrid: dense and BM25 fused by the embedder's "
-            "default fusion, which for hashing and lsa is BM25's own order)",
+            default=None,
+            help="ranking method (default: the profile's, else hybrid: dense and BM25 fused by "
+            "the embedder's default fusion, which for hashing and lsa is BM25's own order)",
         )
         sub.add_argument(
             "--embedder",
             choices=available_embedders(),
             default=None,
-            help="embedder for --docs (default hashing; an index remembers its own)",
+            help="embedder for --docs (default: the profile's, else hashing; an index remembers its own)",
         )
         chunker_options(sub)
         limit_options(sub)
         selection_options(sub)
+        profile_options(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object")
 
     ask = commands.add_parser(
@@ -111,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int,
         default=None,
         help="a budget of source text in tokens (MiniLM's WordPiece count): the best "
-        "chunks that fit, kept whole",
+        "chunks that fit, kept whole (overrides the profile's context budget)",
     )
     ask.add_argument(
         "--order",
@@ -157,10 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store_options(index)
     index.add_argument(
-        "--embedder", choices=available_embedders(), default=None, help="default hashing"
+        "--embedder",
+        choices=available_embedders(),
+        default=None,
+        help="default: the profile's, else an index's own profile's, else hashing",
     )
     chunker_options(index)
     limit_options(index)
+    profile_options(index)
     index.add_argument("--json", action="store_true", help="print one JSON object")
     index.set_defaults(run=run_index)
 
@@ -305,6 +316,32 @@ def selection_options(sub: argparse.ArgumentParser) -> None:
         "--hyde",
         action="store_true",
         help="with --expand multi and RAGLAB_LLM_URL: also search a passage the model imagines",
+    )
+
+
+def profile_options(sub: argparse.ArgumentParser) -> None:
+    """--profile and --profiles: the settings that travel together (`raglab.profiles`).
+
+    Every other option of the command overrides one field of the profile; an index records
+    its profile, and asking it with a profile whose embedder or chunking differs is refused.
+    """
+    from raglab.profiles import shipped_profiles, user_profiles_path
+
+    sub.add_argument(
+        "--profile",
+        metavar="NAME",
+        default=None,
+        help="a model profile: embedder, chunking in its tokens, k, fusion, reranker, "
+        f"answerer and context budget together ({', '.join(sorted(shipped_profiles()))}, "
+        "or yours); other options override one of its fields. Default: the one an index "
+        "recorded, else raglab's defaults",
+    )
+    sub.add_argument(
+        "--profiles",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help=f"a TOML file of your own profiles (also read: {user_profiles_path()}, if it exists)",
     )
 
 

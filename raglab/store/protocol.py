@@ -25,9 +25,18 @@ import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 
-META_KEYS = ("embedder_name", "embedder_dim", "embedder_version", "chunker", "superseded")
+META_KEYS = (
+    "embedder_name",
+    "embedder_dim",
+    "embedder_version",
+    "chunker",
+    "superseded",
+    "profile",
+)
 """What `store.meta` holds; each is None until the first `sync` records it. `superseded`
-maps a document id to the ids superseding it (`raglab.store.versions.supersession`)."""
+maps a document id to the ids superseding it (`raglab.store.versions.supersession`);
+`profile`, the model profile the index was built with and what overrode it (`raglab.profiles`;
+None for an index built without one, as every index written before profiles)."""
 
 
 class VectorStore(Protocol):

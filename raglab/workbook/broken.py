@@ -298,6 +298,10 @@ class _EveryTenant:
         ]
         return sorted(hits, key=lambda hit: (-hit.score, hit.chunk.doc_id, hit.chunk.index))[:k]
 
+    def __getattr__(self, name: str) -> Any:
+        # Everything but `search` is the index's own (`ask` reads its profile and method).
+        return getattr(self.index, name)
+
 
 class NoAccessFilter(Engine):
     """It searches every tenant's chunks for every asker: a user can retrieve another

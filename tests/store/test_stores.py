@@ -487,6 +487,7 @@ def test_sqlite_persists_across_reopen(tmp_path):
             "embedder_version": "1",
             "chunker": {"kind": "fake", "size": 10},
             "superseded": {},
+            "profile": None,  # built without a model profile
         }
         check_embedder(again, FakeEmbedder())
         second = sync(again, corpus(), chunker=FakeChunker(), embedder=FakeEmbedder())
