@@ -36,7 +36,7 @@ SELF_CONTAINED = 4
 bottle of wine from a supplier?" names its topic (5); "Can they be carried over?" does
 not (1)."""
 
-MAX_CARRIED = 8
+MAX_CARRIED = 6
 """At most this many words are carried: enough for a topic, too few to drown the question."""
 
 REFERENCES = frozenset(
@@ -51,7 +51,6 @@ REFERENCES = frozenset(
         "those",
         "this",
         "these",
-        "there",
         "he",
         "she",
         "him",
@@ -64,15 +63,18 @@ REFERENCES = frozenset(
         "same",
     ]
 )
-"""Words that point at something said before."""
+"""Words that point at something said before ("there" is not one: "is there ..." points nowhere)."""
 
 OPENERS = ("and ", "what about ", "how about ", "what if ", "also ", "or ", "but ", "same ")
 """How an elliptical follow-up begins: "And for part-timers?", "What about Paris?"."""
 
 ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3,
             "fifth": 4, "last": -1}  # fmt: skip
+# "the second one", "the last of them", "the third?" -- never "the first day" (a noun follows).
 _ORDINAL = re.compile(
-    r"\bthe (" + "|".join(ORDINALS) + r")(?: (?:one|ones|item|option|of them|of those))?\b",
+    r"\bthe ("
+    + "|".join(ORDINALS)
+    + r")(?: (?:one|ones|item|option|of them|of those)\b|(?=\s*[?.!,;]|$))",
     re.IGNORECASE,
 )
 _CODE = re.compile(r"\b[A-Za-z]{1,5}(?:-[A-Za-z0-9]+)*-?\d[A-Za-z0-9.]*(?:-[A-Za-z0-9]+)*\b")
