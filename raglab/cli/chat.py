@@ -51,8 +51,8 @@ def run_chat(args: argparse.Namespace) -> int:
     selection = selection_of(args)
     if args.list or args.forget or args.forget_conversation:
         return manage(args, open_history(args), principal)
+    history = open_history(args)  # before the index: a store without a history is refused at once
     index = open_index(args)
-    history = open_history(args)
     session = ChatSession(
         index, history, principal, args.conversation or "", k=args.k, history_k=args.history_k,
         method=args.retriever, generator=generator, model_rewriter=standalone_from_env(),
