@@ -115,13 +115,22 @@ def build_conversation_prompt(
     sources = fit_budget(documents, max_chars)
     turns = fit_history(history, history_chars)
     code = make_boundary(question, [*sources, *(as_text_hit(t) for t in turns)])
-    system = system_message(code)
+    system = system_message(code) + ("\n" + HISTORY_RULE.format(code=code) if turns else "")
+    return Prompt(
+        question, sources, system, conversation_message(question, sources, turns, code), code
+    )
+
+
+def conversation_message(
+    question: str, sources: Sequence[Hit], turns: Sequence[TurnHit], code: str
+) -> str:
+    """The user message: the labelled history block (if any turn fits), then the labelled
+    sources and the question (`raglab.generate.prompting.user_message`)."""
     user = f"{SOURCES_LABEL}\n{user_message(question, sources, code)}"
-    if turns:
-        system += "\n" + HISTORY_RULE.format(code=code)
-        blocks = "\n".join(history_block(t, code) for t in turns)
-        user = f"{HISTORY_LABEL}\n{blocks}\n\n{user}"
-    return Prompt(question, sources, system, user, code)
+    if not turns:
+        return user
+    blocks = "\n".join(history_block(t, code) for t in turns)
+    return f"{HISTORY_LABEL}\n{blocks}\n\n{user}"
 
 
 def shared_top_k(

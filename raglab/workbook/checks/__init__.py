@@ -19,6 +19,7 @@ from raglab.workbook.checks import (
     audit,
     chunking,
     contracts,
+    conversation,
     design,
     embeddings,
     generation,
@@ -40,6 +41,7 @@ from raglab.workbook.checks.chunking import (
     reference_sections,
 )
 from raglab.workbook.checks.contracts import *  # noqa: F403
+from raglab.workbook.checks.conversation import *  # noqa: F403
 from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden, hide_references
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
@@ -66,6 +68,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
+    **conversation.CHECKS,  # 12
 }
 
 # The reference implementation of each exercise. While a check runs the learner's function,
@@ -106,6 +109,7 @@ REFERENCES: tuple[Callable, ...] = (
     improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
+    *conversation.REFERENCES,  # 12
 )
 
 # Exercise function -> the references it may call: an exercise that builds on an earlier
@@ -132,6 +136,7 @@ __all__ = [
     *audit.__all__,
     *understand.__all__,
     *contracts.__all__,
+    *conversation.__all__,
     *design.__all__,
     *embeddings.__all__,
     *generation.__all__,
