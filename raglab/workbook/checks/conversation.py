@@ -41,7 +41,7 @@ from raglab.conversation.allocation import (
 )
 from raglab.conversation.conversations import load_conversations
 from raglab.conversation.history import MemoryHistory
-from raglab.conversation.rewrite import Rewrite, standalone
+from raglab.conversation.rewrite import Rewrite, listed_items, standalone
 from raglab.conversation.turns import Turn, TurnHit
 from raglab.generate.prompting import fit_budget, source_block
 from raglab.records import Chunk, Hit, Principal
@@ -81,7 +81,8 @@ def reference_make_standalone(question: str, previous: list[Turn]) -> str:
 
 
 def _turn(n: int, question: str, answer: str) -> Turn:
-    return Turn("1", n, question, question, answer)
+    """A turn as the engine keeps it: what its answer listed in `items`."""
+    return Turn("1", n, question, question, answer, items=tuple(listed_items(answer)))
 
 
 LEAVE = _turn(1, "How many vacation days do I get?", "You get 25 working days a year [1].")
