@@ -80,3 +80,18 @@ def test_ids_are_unique_and_json_is_checked(tmp_path):
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n{oops\n")
     with pytest.raises(ConversationSetError, match=r":2: id 'x' is used twice"):
         load_conversations(path)
+
+
+def test_every_relevant_document_is_readable_by_the_conversations_principal():
+    from raglab.ingest.loaders import load_folder
+    from raglab.store.access import can_read
+
+    documents = {d.id: d for d in load_folder(sample_corpus()).documents}
+    unreadable = [
+        (c.id, n, doc)
+        for c in load_conversations(sample_conversations())
+        for n, turn in enumerate(c.turns, start=1)
+        for doc in turn.relevant_docs
+        if not can_read(c.principal, documents[doc])
+    ]
+    assert unreadable == []
