@@ -17,26 +17,33 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from raglab.cli.answers import answer_as_dict, format_answer
+from raglab.cli.commands import store_of
 
 if TYPE_CHECKING:
     from raglab.conversation.chat import ChatSession, ChatTurn
     from raglab.conversation.history import History
+    from raglab.pipeline import Index
 
 COMMANDS = ("/sources", "/forget", "/quit")
 
 
-def open_history(args: argparse.Namespace) -> History:
-    """The index file's history (SQLite), or one in memory for --docs (kept for this run only)."""
-    from raglab.cli.commands import store_of
+def open_history(args: argparse.Namespace, index: Index) -> History:
+    """The index's history: the SQLite file's `turns` table, or the Qdrant index's `<name>_turns`
+    collection; with --docs, one in memory (kept for this run only)."""
     from raglab.conversation.history import MemoryHistory
-    from raglab.conversation.sqlite_history import SQLiteHistory
 
-    where = store_of(args)
     if args.index is None:
         print("raglab: note: with --docs the history lasts for this run only", file=sys.stderr)
         return MemoryHistory()
-    if where["backend"] != "sqlite":
-        raise ValueError("raglab chat keeps its history in a SQLite index file (--store sqlite)")
+    if store_of(args)["backend"] == "qdrant":
+        from raglab.conversation.qdrant_history import QdrantHistory
+        from raglab.store.qdrant_store import QdrantStore
+
+        if not isinstance(index.store, QdrantStore):  # store_of chose it: cannot happen
+            raise RuntimeError("a Qdrant index opened as another store")
+        return QdrantHistory.of(index.store)
+    from raglab.conversation.sqlite_history import SQLiteHistory
+
     return SQLiteHistory.open(args.index)
 
 
@@ -49,10 +56,10 @@ def run_chat(args: argparse.Namespace) -> int:
     principal = Principal(args.user, args.tenant, args.groups)
     generator = make_generator(args)
     selection = selection_of(args)
-    if args.list or args.forget or args.forget_conversation:
-        return manage(args, open_history(args), principal)
-    history = open_history(args)  # before the index: a store without a history is refused at once
     index = open_index(args)
+    history = open_history(args, index)
+    if args.list or args.forget or args.forget_conversation:
+        return manage(args, history, principal)
     session = ChatSession(
         index, history, principal, args.conversation or "", k=args.k, history_k=args.history_k,
         method=args.retriever, generator=generator, model_rewriter=standalone_from_env(),

@@ -7,6 +7,7 @@ conversation is built here, above the query path:
 - `history.py`: the `History` protocol (every read filtered by tenant and user) and the
   in-memory history;
 - `sqlite_history.py`: the history as a table of the SQLite index file;
+- `qdrant_history.py`: the history of a Qdrant index, a collection of its own;
 - `rewrite.py`: the offline, deterministic rewrite of a follow-up into a standalone question;
 - `llm_standalone.py`: the same step by a language model, the prompt shown;
 - `allocation.py`: documents and history searched apart, in separate labelled prompt blocks

@@ -165,7 +165,19 @@ def test_a_bad_question_does_not_end_the_conversation(index_file):
     assert "E-612" in result.stdout
 
 
-def test_raglab_chat_says_where_its_history_can_live(tmp_path):
-    result = chat("--index", str(tmp_path / "q"), "--store", "qdrant", stdin="hi\n")
-    assert result.returncode == 1
-    assert "history in a SQLite index file" in result.stderr
+def test_raglab_chat_on_qdrant_keeps_the_history_in_a_collection_of_its_own(tmp_path):
+    pytest.importorskip("qdrant_client")
+    folder = tmp_path / "corpus.qdrant"
+    subprocess.run(
+        [sys.executable, "-m", "raglab", "index", str(CORPUS), "--store", "qdrant", "--index", str(folder)],
+        check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    ann = ("--index", str(folder), "--store", "qdrant", "--tenant", "globex", "--user", "ann")
+    result = chat(*ann, "--json", stdin="What does error E-204 mean?\nHow do I fix it?\n")
+    assert result.returncode == 0, result.stderr
+    second = json.loads(result.stdout.splitlines()[1])
+    assert [h["turn"] for h in second["history"]] == [1] and second["rewrite"]["rewritten"]
+    bob = ("--index", str(folder), "--store", "qdrant", "--tenant", "globex", "--user", "bob")
+    assert json.loads(chat(*bob, "--list", "--json").stdout) == {"conversations": []}
+    assert "2 turns" in chat(*ann, "--forget").stdout
+    assert json.loads(chat(*ann, "--list", "--json").stdout) == {"conversations": []}

@@ -30,10 +30,19 @@ def make_turn(conversation: str, n: int, text: str) -> Turn:
     return Turn(conversation, n, text, text, f"answer to {text}", ("a.md",), ("x",), f"t{n}")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "qdrant"])
 def history(request, tmp_path):
     if request.param == "memory":
         yield MemoryHistory()
+        return
+    if request.param == "qdrant":
+        pytest.importorskip("qdrant_client")
+        from raglab.conversation.qdrant_history import QdrantHistory
+        from raglab.store.qdrant_store import QdrantStore
+
+        store = QdrantStore.create(tmp_path / "index.qdrant", dim=2)
+        yield QdrantHistory.of(store)
+        store.close()
         return
     SQLiteStore.create(tmp_path / "index.sqlite", dim=2).close()
     with SQLiteHistory.open(tmp_path / "index.sqlite") as opened:
