@@ -41,23 +41,14 @@ def summary(results: list[FollowUp]) -> dict[str, object]:
 
 
 def decisions(results: list[FollowUp]) -> dict[str, int]:
+    """How the offline rules decided: rewrote what must be rewritten, kept what must be kept."""
+    changed = [r for r in results if r.standalone != r.question]
     return {
         "must_rewrite": sum(r.must_rewrite for r in results),
-        "rewritten_when_needed": sum(
-            r.must_rewrite and r.standalone != q for r, q in results_q(results)
-        ),
+        "rewritten_when_needed": sum(r.must_rewrite for r in changed),
         "must_keep": sum(not r.must_rewrite for r in results),
-        "kept_when_needed": sum(
-            not r.must_rewrite and r.standalone == q for r, q in results_q(results)
-        ),
+        "kept_when_needed": sum(not r.must_rewrite for r in results if r not in changed),
     }
-
-
-QUESTIONS: dict[tuple[str, int], str] = {}
-
-
-def results_q(results: list[FollowUp]) -> list[tuple[FollowUp, str]]:
-    return [(r, QUESTIONS[(r.conversation, r.turn)]) for r in results]
 
 
 def main() -> None:
@@ -66,9 +57,6 @@ def main() -> None:
     args = parser.parse_args()
     index = Index.from_folder(sample_corpus(), embedder=args.embedder)
     conversations = load_conversations(sample_conversations(), doc_ids=index.document_ids())
-    for c in conversations:
-        for n, t in enumerate(c.turns, start=1):
-            QUESTIONS[(c.id, n)] = t.question
     played = {mode: [r for c in conversations for r in play(index, c, mode)] for mode in MODES}
     report: dict[str, object] = {"embedder": args.embedder, "conversations": len(conversations)}
     for split in ("dev", "heldout", "all"):

@@ -21,6 +21,7 @@ from raglab.conversation.allocation import (
     DEFAULT_HISTORY_CHARS,
     DEFAULT_HISTORY_K,
     build_conversation_prompt,
+    fit_history,
 )
 from raglab.conversation.history import History
 from raglab.conversation.llm_standalone import LLMStandalone
@@ -140,7 +141,7 @@ class ChatSession:
         answer = answer_prompt(prompt, generator)
         if not answer.verified:
             answer = replace(answer, text=f"{answer.text}\n{NOT_GROUNDED}".strip())
-        shown = tuple(h for h in history if h.turn.text in prompt.user)
+        shown = fit_history(history, self.history_chars)  # the turns the prompt holds
         turn = Turn(
             self.conversation, len(previous) + 1, question, rewrite.standalone, answer.text,
             tuple(dict.fromkeys(c.hit.chunk.doc_id for c in answer.citations)),

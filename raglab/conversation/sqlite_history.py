@@ -5,7 +5,7 @@ and never mixes with the chunks (no turn is ever a row a document search can sco
 Every statement names the owner in its WHERE clause, so SQLite hands back no other
 user's row to be filtered later. Forgetting is for real: `PRAGMA secure_delete` makes
 SQLite overwrite a deleted row's bytes (text and vector) with zeros, so the file keeps
-no trace of it (`tests/conversation/test_sqlite_history.py` reads the bytes to check).
+no trace of it (`tests/conversation/test_history.py` reads the bytes to check).
 """
 
 from __future__ import annotations

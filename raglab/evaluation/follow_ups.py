@@ -42,6 +42,7 @@ class FollowUp:
     conversation: str
     split: str
     turn: int
+    question: str
     kind: str
     must_rewrite: bool
     mode: str
@@ -86,7 +87,8 @@ def play(
         relevant = set(labelled.relevant_docs)
         found.append(
             FollowUp(
-                conversation.id, conversation.split, n, labelled.kind, labelled.must_rewrite,
+                conversation.id, conversation.split, n, labelled.question, labelled.kind,
+                labelled.must_rewrite,
                 mode, searched, recall_at_k(ranked, relevant, k),
                 not chat.answer.abstained
                 and any(c.hit.chunk.doc_id in relevant for c in chat.answer.citations),
