@@ -1,8 +1,10 @@
 """Follow-up retrieval with and without the standalone rewrite, history crowding, leaks.
 
 Plays every conversation of data/conversations.jsonl through `raglab chat`'s session over
-the sample corpus (hashing embedder, hybrid search, the offline answerer), three ways
-(`raglab.evaluation.follow_ups.MODES`), and writes benchmarks/results/conversation.json:
+the sample corpus (hybrid search, the offline answerer; hashing embedder unless
+`--embedder` says otherwise), three ways
+(`raglab.evaluation.follow_ups.MODES`), and writes benchmarks/results/conversation.json
+(conversation-<embedder>.json for another embedder):
 per split ("dev": the conversations seen while the rewrite rules were written;
 "heldout": written after, never used to change them) and mode, follow-up recall@5 and
 answered-with-citation; the rewrite's decisions; document chunks displaced by history
@@ -24,7 +26,8 @@ from raglab.evaluation.follow_ups import MODES, FollowUp, history_leaks, play
 from raglab.pipeline import Index
 from raglab.samples import sample_conversations, sample_corpus
 
-RESULTS = Path(__file__).parent / "results" / "conversation.json"
+RESULTS = Path(__file__).parent / "results"
+"""conversation.json for the default (hashing) embedder, conversation-<name>.json for another."""
 
 
 def mean(values: list[float]) -> float:
@@ -35,6 +38,7 @@ def summary(results: list[FollowUp]) -> dict[str, object]:
     return {
         "follow_ups": len(results),
         "recall@5": mean([r.recall for r in results]),
+        "mrr": mean([r.reciprocal_rank for r in results]),
         "answered_with_citation": mean([float(r.cited_relevant) for r in results]),
         "grounded": mean([float(r.grounded) for r in results]),
     }
@@ -98,8 +102,9 @@ def main() -> None:
         for r in played["offline"]
         if r.recall < 1.0
     ]
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    name = "conversation" + ("" if args.embedder == "hashing" else f"-{args.embedder}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "misses_offline"}, indent=2))
 
 

@@ -21,7 +21,7 @@ from raglab.conversation.conversations import Conversation
 from raglab.conversation.history import History, MemoryHistory
 from raglab.conversation.rewrite import Rewrite, standalone
 from raglab.conversation.turns import Turn
-from raglab.evaluation.metrics import recall_at_k, unique_in_order
+from raglab.evaluation.metrics import mrr, recall_at_k, unique_in_order
 from raglab.generate.prompting import build_prompt
 from raglab.pipeline import Index
 from raglab.records import Principal
@@ -48,6 +48,7 @@ class FollowUp:
     mode: str
     standalone: str
     recall: float
+    reciprocal_rank: float  # 1 / the rank of the first relevant document (0 beyond DEPTH chunks)
     cited_relevant: bool
     grounded: bool
     displaced: int  # document chunks the history pushed out of the prompt (separate budgets)
@@ -89,7 +90,7 @@ def play(
             FollowUp(
                 conversation.id, conversation.split, n, labelled.question, labelled.kind,
                 labelled.must_rewrite,
-                mode, searched, recall_at_k(ranked, relevant, k),
+                mode, searched, recall_at_k(ranked, relevant, k), mrr(ranked, relevant),
                 not chat.answer.abstained
                 and any(c.hit.chunk.doc_id in relevant for c in chat.answer.citations),
                 chat.grounded, sum(1 for h in alone if h not in chat.answer.retrieved), shared,
