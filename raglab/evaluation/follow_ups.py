@@ -84,7 +84,10 @@ def play(
             continue
         hits = index.search(searched, owner, k=DEPTH, method=session.method)
         ranked = unique_in_order(h.chunk.doc_id for h in hits)
-        alone = build_prompt(searched, hits[:k]).sources  # the prompt without any history
+        # the prompt without any history, from the same search the session made (a fused
+        # ranking can depend on its depth, so not hits[:k])
+        same = index.search(searched, owner, k=k, method=session.method)
+        alone = build_prompt(searched, same).sources
         relevant = set(labelled.relevant_docs)
         found.append(
             FollowUp(

@@ -50,3 +50,25 @@ def test_leaks_are_counted(corpus_index, conversations, kind, leaks):
         play(corpus_index, conversation, "offline", history=history)
     assert owner_key(conversations[0].principal) in history._rows
     assert (history_leaks(history, conversations[:2], corpus_index) > 0) == leaks
+
+
+class DepthDependent:
+    """An index whose ranking depends on how deep it is asked (as min-max fusion's can)."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def search(self, question, principal, *, k, method="hybrid", **options):
+        hits = self.index.search(question, principal, k=k, method=method, **options)
+        return hits if k <= 5 else hits[::-1]
+
+    def __getattr__(self, name):
+        return getattr(self.index, name)
+
+
+def test_displacement_compares_the_prompt_with_the_same_search_without_history(
+    corpus_index, conversations
+):
+    """Seen failing before: the prompt without history was built from a deeper search's top k."""
+    results = play(DepthDependent(corpus_index), conversations[0], "gold")
+    assert [r.displaced for r in results] == [0] * len(results)
