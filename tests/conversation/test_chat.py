@@ -181,3 +181,17 @@ def test_raglab_chat_on_qdrant_keeps_the_history_in_a_collection_of_its_own(tmp_
     assert json.loads(chat(*bob, "--list", "--json").stdout) == {"conversations": []}
     assert "2 turns" in chat(*ann, "--forget").stdout
     assert json.loads(chat(*ann, "--list", "--json").stdout) == {"conversations": []}
+
+
+def test_raglab_chat_forgets_one_conversation_and_keeps_the_others(index_file):
+    eve = ("--index", str(index_file), "--tenant", "globex", "--user", "eve")
+    chat(*eve, stdin="What does error E-204 mean?\n")
+    chat(*eve, stdin="What is E-612?\nHow do I fix it?\n")
+    listed = json.loads(chat(*eve, "--list", "--json").stdout)["conversations"]
+    assert [(c["conversation"], c["turns"]) for c in listed] == [("1", 1), ("2", 2)]
+    forgot = json.loads(chat(*eve, "--forget-conversation", "1", "--json").stdout)
+    assert forgot == {"forgotten": 1, "conversation": "1"}
+    listed = json.loads(chat(*eve, "--list", "--json").stdout)["conversations"]
+    assert [c["conversation"] for c in listed] == ["2"]
+    again = chat(*eve, "--conversation", "2", "--json", stdin="Can I postpone it?\n")
+    assert json.loads(again.stdout)["turn"] == 3
