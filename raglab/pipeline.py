@@ -25,7 +25,7 @@ from raglab.generate.abstention import KnownStems, load_rule
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.generation import Generator, is_abstention
-from raglab.generate.prompting import build_prompt, check_question
+from raglab.generate.prompting import Prompt, build_prompt, check_question
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
@@ -480,6 +480,12 @@ def answer_from(
         count_tokens=count_tokens,
         order=order,
     )
+    return answer_prompt(prompt, generator)
+
+
+def answer_prompt(prompt: Prompt, generator: Generator) -> Answer:
+    """Generate from a built prompt and verify the citations against its sources (a
+    conversation builds its own prompt, with a history block: `raglab.conversation`)."""
     confidence = None
     if isinstance(generator, ExtractiveGenerator):  # it says how sure it is
         decision = generator.decide(prompt)

@@ -52,6 +52,12 @@ def multihop_questions() -> Path:
     return sample_data() / "questions_multihop.jsonl"
 
 
+def sample_conversations() -> Path:
+    """Labelled conversations over the sample corpus (JSONL): each follow-up with its
+    standalone form and relevant documents (`raglab.conversation.conversations`)."""
+    return sample_data() / "conversations.jsonl"
+
+
 def transfer_corpus() -> Path:
     """The second corpus (a library network, a veterinary group, a carrier): never fitted on."""
     return sample_data() / "transfer" / "corpus"

@@ -29,7 +29,7 @@ def test_help_lists_every_command_in_its_main_list():
     out = raglab("--help").stdout
     listing = out[out.index("COMMAND\n") : out.index("\noptions:")]
     listed = re.findall(r"^    (\w+)", listing, re.MULTILINE)  # a wrapped help sits deeper
-    assert listed == ["ask", "index", "eval", "exercises", "grade", "progress"]
+    assert listed == ["ask", "index", "eval", "chat", "exercises", "grade", "progress"]
 
 
 @pytest.mark.parametrize("command", ["exercises", "grade", "progress"])

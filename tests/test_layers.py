@@ -35,6 +35,7 @@ ORDER = (
     "store",
     "generate",
     "pipeline",
+    "conversation",
     "graph",
     "agent",
     "longcontext",

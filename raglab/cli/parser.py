@@ -8,8 +8,11 @@ stores), so `--help` cannot go stale. What the commands do with the options is i
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from raglab.cli.chat import run_chat
 from raglab.cli.commands import run_ask, run_eval, run_index
 
 EXAMPLES = """\
@@ -19,6 +22,7 @@ examples:
   raglab index data/corpus --index neural.sqlite --profile offline-neural
   raglab ask "What does error E-204 mean?" --index corpus.sqlite --tenant globex --json
   raglab eval --docs data/corpus --questions data/questions.jsonl --retriever bm25 --json
+  printf 'Which thermostats do you sell?\nHow much is the second one?\n' | raglab chat --index corpus.sqlite --tenant globex --user ann
   raglab progress exercises
   raglab grade class/ --summary
 """
@@ -194,9 +198,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="score retrieval alone: no answers, no answer metrics (faster)",
     )
     evaluate.set_defaults(run=run_eval)
+    add_chat_parser(commands, corpus_options)
     for name, summary in WORKBOOK_COMMANDS.items():
         commands.add_parser(name, help=summary, add_help=False)  # listed only, see above
     return parser
+
+
+def add_chat_parser(
+    commands: Any, corpus_options: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """The `chat` sub-command: the corpus and store options `ask` has, and its own."""
+    chat = commands.add_parser(
+        "chat",
+        help="a conversation: follow-ups made standalone, history kept per user",
+        description="Answer one question a line (stdin), each follow-up rewritten into a "
+        "standalone question; the history is kept in the index file, per tenant and user. "
+        "In the conversation: /sources, /forget, /quit.",
+    )
+    corpus_options(chat)
+    chat.add_argument("--tenant", default="default", help="the asker's tenant (default 'default')")
+    chat.add_argument("--groups", type=comma_list, default=(), help="the asker's groups")
+    chat.add_argument("--user", default="cli", help="whose history this is (default 'cli')")
+    chat.add_argument("--conversation", metavar="ID", help="continue this conversation")
+    chat.add_argument(
+        "--history-k", type=positive_int, default=2, help="past turns searched (default 2)"
+    )
+    chat.add_argument("--list", action="store_true", help="list this user's conversations")
+    chat.add_argument(
+        "--forget", action="store_true", help="forget every conversation of this user (tenant)"
+    )
+    chat.add_argument("--forget-conversation", metavar="ID", help="forget one conversation")
+    chat.add_argument("--llm-url", metavar="URL", help="an OpenAI-compatible server (as ask's)")
+    chat.add_argument("--llm-model", metavar="NAME", help="the model name for --llm-url")
+    chat.add_argument("--llm-timeout", metavar="SECONDS", type=float, default=60.0)
+    chat.set_defaults(run=run_chat)
 
 
 def store_options(sub: argparse.ArgumentParser) -> None:

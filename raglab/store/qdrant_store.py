@@ -109,6 +109,7 @@ class QdrantStore:
         self.exact = exact
         self.keyword = keyword
         self._client = client
+        self._name = name
         self._chunks_name, self._records_name = f"{name}_chunks", f"{name}_records"
         self._pending: Pending | None = None
         self._depth = 0
@@ -184,6 +185,12 @@ class QdrantStore:
 
     def close(self) -> None:
         self._client.close()  # in local mode, this lets go of the folder
+
+    def sibling(self, suffix: str) -> tuple[Any, str]:
+        """This index's client and the name `<name>_<suffix>` of a collection of its own, for
+        data that travels with the index but is none of its chunks (the conversation history:
+        `raglab.conversation.qdrant_history`). A local folder has one client at a time."""
+        return self._client, f"{self._name}_{suffix}"
 
     def __enter__(self) -> Self:
         return self

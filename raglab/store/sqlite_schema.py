@@ -22,10 +22,10 @@ from raglab.records import Chunk, DocRecord
 from raglab.store.errors import NoSpace, StoreError
 from raglab.store.writes import StoredDocument, empty_meta
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bumped whenever the tables change; a file with another version is refused, not guessed at.
 2: chunk ids, access partitions and BM25 postings. 3: each partition's content stems.
-4: each chunk's context header (contextual chunks)."""
+4: each chunk's context header (contextual chunks). 5: conversation turns (`turns`)."""
 
 LOCK_WAIT_SECONDS = 10.0
 """How long a reader or writer waits for another process's write to finish before giving up."""
@@ -62,7 +62,18 @@ CREATE TABLE postings (
 -- How many chunks of a partition use a content stem in their title, heading or text.
 CREATE TABLE stems (
     stem TEXT NOT NULL, part INTEGER NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stem, part)
-) WITHOUT ROWID
+) WITHOUT ROWID;
+-- Conversation history (raglab.conversation.sqlite_history), apart from the documents: one
+-- row per turn, owned by a tenant and a user, and every read names both. JSON lists in
+-- cited and items, and the vector is the index's embedder's, little-endian float32.
+CREATE TABLE turns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL, user TEXT NOT NULL, groups TEXT NOT NULL,
+    conversation TEXT NOT NULL, n INTEGER NOT NULL,
+    question TEXT NOT NULL, standalone TEXT NOT NULL, answer TEXT NOT NULL,
+    cited TEXT NOT NULL, items TEXT NOT NULL, time TEXT NOT NULL, vector BLOB NOT NULL,
+    UNIQUE (tenant, user, conversation, n)
+)
 """
 
 

@@ -20,6 +20,7 @@ from raglab.workbook.checks import (
     audit,
     chunking,
     contracts,
+    conversation,
     design,
     embeddings,
     generation,
@@ -44,6 +45,7 @@ from raglab.workbook.checks.chunking import (
     reference_sections,
 )
 from raglab.workbook.checks.contracts import *  # noqa: F403
+from raglab.workbook.checks.conversation import *  # noqa: F403
 from raglab.workbook.checks.core import CheckFailed, CheckResult, ReferenceHidden, hide_references
 from raglab.workbook.checks.design import *  # noqa: F403
 from raglab.workbook.checks.embeddings import *  # noqa: F403
@@ -72,6 +74,7 @@ CHECKS: dict[str, Callable[[Callable], CheckResult]] = {
     **improve_versions.CHECKS,
     **audit.CHECKS,  # 10
     **scale.CHECKS,  # 11
+    **conversation.CHECKS,  # 12
     **graph.CHECKS,  # 13
     **agent.CHECKS,  # 13
     **longcontext.CHECKS,  # 13
@@ -115,6 +118,7 @@ REFERENCES: tuple[Callable, ...] = (
     improve_versions.reference_hidden_versions,
     *audit.REFERENCE_FIXES,  # 10
     scale.reference_knn_recall,  # 11
+    *conversation.REFERENCES,  # 12
     graph.reference_label_propagation,  # 13 (the engine's own)
     agent.reference_missing_parts,  # 13
     agent.missing,  # the engine's own check: the same answer, so hidden too
@@ -147,6 +151,7 @@ __all__ = [
     *audit.__all__,
     *understand.__all__,
     *contracts.__all__,
+    *conversation.__all__,
     *design.__all__,
     *embeddings.__all__,
     *generation.__all__,
