@@ -29,6 +29,7 @@ from raglab.generate.prompting import build_prompt, check_question
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
+from raglab.progress import Reporter
 from raglab.query import FitCache, Retriever
 from raglab.records import Answer, Confidence, Hit, Principal
 from raglab.retrieve.diversity import Diversity
@@ -97,6 +98,7 @@ class Index:
         qdrant_url: str | None = None,
         limits: Limits | None = None,
         fusion: Fusion | None = None,
+        progress: Reporter | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
@@ -110,7 +112,8 @@ class Index:
         `chunker`: a `Chunker` (default `Chunker()`), or a function that makes one from the
         chunker settings the index at `path` records (None for a new index), read in the
         same opening of the index that writes it. `fusion`: how hybrid search fuses its two
-        rankings (default: `default_fusion`).
+        rankings (default: `default_fusion`). `progress` hears how the embedding goes
+        (`raglab.progress`; default: nothing is reported).
         """
         limits = limits or Limits()
         new = path is None or (qdrant_url is None and not Path(path).exists())
@@ -130,7 +133,8 @@ class Index:
             if cutter.kind == "semantic" and cutter.embedding is None:  # the index's own embedder
                 cutter = replace(cutter, embedding=sentence_embedding(embedder))
             documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
-            return sync(store, documents, chunker=cutter, embedder=embedder), too_long
+            report = sync(store, documents, chunker=cutter, embedder=embedder, progress=progress)
+            return report, too_long
 
         if path is None:
             store: VectorStore = MemoryStore()

@@ -45,6 +45,7 @@ TOP_LEVEL = {
     "validation": "base",
     "samples": "base",
     "_threads": "base",
+    "progress": "base",
     "pipeline": "pipeline",
     "query": "pipeline",
     "cli": "cli",

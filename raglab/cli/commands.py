@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from raglab.cli.answers import answer_as_dict, format_answer
 
 if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CLI loads
+    from raglab.embed.embedders import Embedder
     from raglab.evaluation.questions import Question
     from raglab.generate.openai_http import OpenAIChatGenerator
     from raglab.ingest.chunking import Chunker
     from raglab.ingest.loaders import DocumentError
     from raglab.pipeline import Index, Limits
+    from raglab.progress import Reporter
     from raglab.records import Answer
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
@@ -96,11 +98,35 @@ def open_index(args: argparse.Namespace) -> Index:
         index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword)
         check_chunker(args, index.chunker_params)
         return index
-    embedder, chunker = args.embedder or DEFAULT_EMBEDDER, make_chunker(args)
-    index = Index.from_folder(args.docs, embedder=embedder, chunker=chunker, limits=limits_of(args))
+    index = Index.from_folder(
+        args.docs,
+        embedder=embedder_of(args, args.embedder or DEFAULT_EMBEDDER),
+        chunker=make_chunker(args),
+        limits=limits_of(args),
+        progress=progress_of(args),
+    )
     warn_load_errors(index.load_errors)
     warn_loaded(index.warnings)
     return index
+
+
+# --- long work: the embedding cache and progress ---------------------------------------------
+
+
+def embedder_of(args: argparse.Namespace, name: str) -> Embedder:
+    """The embedder `name`, with the embedding cache on disk unless --no-cache."""
+    from raglab.embed.embedders import embedder
+    from raglab.embed.embedding_cache import cached
+
+    made = embedder(name)
+    return made if args.no_cache else cached(made)
+
+
+def progress_of(args: argparse.Namespace) -> Reporter | None:
+    """A progress line on stderr when it is a terminal (`TerminalProgress`), unless --quiet."""
+    from raglab.progress import TerminalProgress
+
+    return None if args.quiet else TerminalProgress()
 
 
 def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = None) -> Chunker:
@@ -200,11 +226,12 @@ def run_index(args: argparse.Namespace) -> int:
 
     index = Index.from_folder(
         args.folder,
-        embedder=args.embedder or DEFAULT_EMBEDDER,
+        embedder=embedder_of(args, args.embedder or DEFAULT_EMBEDDER),
         # An option left out keeps the index's own setting: an update never re-cuts by surprise.
         chunker=lambda recorded: make_chunker(args, recorded),
         path=args.index,
         limits=limits_of(args),
+        progress=progress_of(args),
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
@@ -282,6 +309,7 @@ def run_eval(args: argparse.Namespace) -> int:
         retriever=args.retriever,
         embedder=index.embedder.name,
         refused_docs=refused.keys(),
+        progress=progress_of(args),
     )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
