@@ -143,6 +143,10 @@ def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = 
         name: (recorded or {}).get(name) if value is None else value
         for name, value in given.items()
     }
+    if settings["contextual"]:  # the sentence: RAGLAB_LLM_URL's model's, else the first one
+        from raglab.generate.llm_context import context_writer_from_env
+
+        settings["context_writer"] = context_writer_from_env()
     try:
         return Chunker(**{name: value for name, value in settings.items() if value is not None})
     except ValueError as error:
@@ -167,7 +171,9 @@ def describe_chunker(params: Mapping[str, object] | None) -> str:
         return "(none recorded)"
     names = ("kind", "size", "overlap", "version")
     described = ", ".join(f"{name}={params.get(name)!r}" for name in names)
-    return described + (", contextual=True" if params.get("contextual") else "")
+    if params.get("contextual"):
+        described += f", contextual=True, context by {params.get('context', 'first sentence')}"
+    return described
 
 
 def warn_load_errors(errors: Iterable[DocumentError]) -> None:
