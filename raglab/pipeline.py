@@ -132,7 +132,9 @@ class Index:
             cutter = choose(recorded)
             if cutter.kind == "semantic" and cutter.embedding is None:  # the index's own embedder
                 cutter = replace(cutter, embedding=sentence_embedding(embedder))
-            documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
+            documents, too_long = within_chunk_limit(
+                loaded.documents, cutter, limits.max_chunks, progress
+            )
             report = sync(store, documents, chunker=cutter, embedder=embedder, progress=progress)
             return report, too_long
 

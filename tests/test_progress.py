@@ -147,3 +147,12 @@ def test_no_cache_writes_no_cache_file(tmp_path, monkeypatch):
     assert not (tmp_path / "cache").exists()
     main(["index", str(CORPUS), "--index", str(tmp_path / "b.sqlite"), "--quiet"])
     assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".sqlite"]  # on by default
+
+
+def test_from_folder_reports_the_documents_cut_then_the_chunks_embedded():
+    events: list[Progress] = []
+    Index.from_folder(CORPUS, progress=heard(events))
+    chunking = [e for e in events if e.task == "chunking"]
+    assert [e.done for e in chunking] == list(range(1, len(chunking) + 1))
+    assert chunking[-1].unit == "documents" and chunking[-1].done == chunking[-1].total == 38
+    assert events[-1].task == "embedding" and events[-1].done == events[-1].total
