@@ -174,9 +174,9 @@ class _Chunker(Protocol):
     def params(self) -> dict[str, Any]: ...
 
 
-PROGRESS_BATCH = 256
-"""Texts embedded between two progress reports: a multiple of MiniLM's batch of 32, so
-that reporting never changes how the texts are batched."""
+PROGRESS_BATCH = 32
+"""Texts embedded between two progress reports: one MiniLM batch (a second or three on a
+laptop's CPU), so that reporting never changes how texts are batched."""
 
 
 def sync(
