@@ -44,7 +44,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from raglab.embed.embedders import Embedder, is_fittable
-from raglab.embed.embedding_cache import CachedEmbedder
 from raglab.progress import Progress, Reporter
 from raglab.records import Chunk, DocRecord, Document, Partition
 from raglab.store.errors import EmbedderMismatch
@@ -396,8 +395,12 @@ def _embed_chunks(
 
 
 def _found_in_cache(embedder: Embedder) -> int:
-    """How many vectors the embedding cache has handed back so far (0 without one)."""
-    return embedder.counts.found if isinstance(embedder, CachedEmbedder) else 0
+    """How many vectors the embedding cache has handed back so far (0 without one).
+
+    Read by name (`CachedEmbedder.counts.found`), not by importing the cache's module: the
+    query path, which imports this one, must not load what only indexing needs.
+    """
+    return int(getattr(getattr(embedder, "counts", None), "found", 0))
 
 
 def _unique_documents(documents: Iterable[Document]) -> dict[str, Document]:
