@@ -165,11 +165,17 @@ def _open(path: Path, identity: str) -> sqlite3.Connection:
     _private_file(path)
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     try:  # a file that is not a database, or a truncated one, fails here
+        # No wait for the disk on every write (one per batch of texts): a cache may lose its
+        # last writes when the machine crashes, and a file left corrupt is rebuilt.
+        db.execute("PRAGMA synchronous = OFF")
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB)")
         db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (identity,))
-        [(recorded,)] = db.execute("SELECT value FROM meta WHERE name = 'identity'")
-        db.commit()
+        found = db.execute("SELECT value FROM meta WHERE name = 'identity'").fetchone()
+        if found is None:  # a new file (or one an older raglab made): it is this model's
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (identity,))
+            db.commit()
+            found = db.execute("SELECT value FROM meta WHERE name = 'identity'").fetchone()
+        recorded = found[0]
         if recorded != identity:
             raise ForeignFile(f"it holds the entries of {str(recorded)[:80]!r}")
     except sqlite3.Error:
