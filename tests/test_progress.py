@@ -156,3 +156,13 @@ def test_from_folder_reports_the_documents_cut_then_the_chunks_embedded():
     assert [e.done for e in chunking] == list(range(1, len(chunking) + 1))
     assert chunking[-1].unit == "documents" and chunking[-1].done == chunking[-1].total == 38
     assert events[-1].task == "embedding" and events[-1].done == events[-1].total
+
+
+def test_collect_rankings_reports_each_question():
+    from raglab.evaluation.tuning import collect_rankings
+
+    retriever = Index.from_folder(CORPUS).retriever("dense")
+    events: list[Progress] = []
+    questions = load_questions(QUESTIONS)[:4]
+    collect_rankings(retriever.dense, retriever.keyword, questions, depth=5, progress=heard(events))
+    assert [(e.task, e.done, e.total) for e in events] == [("searching", i, 4) for i in range(1, 5)]
