@@ -1,6 +1,9 @@
 """Shared pytest set-up for tests/ and the notebooks run by nbval."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -10,6 +13,12 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# The embedding cache is on by default, in the user's cache folder: the tests, and the
+# notebooks' kernels (they inherit this environment), write into a folder of their own.
+_TEST_CACHE = tempfile.mkdtemp(prefix="raglab-test-cache-")
+os.environ["RAGLAB_CACHE_DIR"] = _TEST_CACHE
+atexit.register(shutil.rmtree, _TEST_CACHE, ignore_errors=True)
 
 
 try:  # hypothesis is a test extra

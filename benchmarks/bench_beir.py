@@ -24,7 +24,9 @@ Per embedder, the rows are:
 
 Each row has nDCG@10 and recall@10 and, against BM25 alone, the paired bootstrap interval
 of the nDCG@10 difference (`raglab.evaluation.bootstrap.paired_difference`). MiniLM embeds thousands
-of abstracts slowly on a laptop CPU: set RAGLAB_CACHE_DIR to reuse an embedding cache.
+of abstracts slowly on a laptop CPU: the embedding cache (on by default, `--no-cache` to
+embed everything again) makes a second run quick, and a progress line on stderr (when it
+is a terminal; `--quiet` for none) shows how far the embedding and the questions are.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ from pathlib import Path
 
 from _util import print_table
 
-from raglab.embed.embedders import Embedder, embedder, is_fittable
+from raglab.embed.embedders import Embedder, embedder
 from raglab.embed.embedding_cache import cached
 from raglab.evaluation import EvalReport, Question, evaluate
 from raglab.evaluation.bootstrap import paired_difference
 from raglab.evaluation.tuning import collect_rankings, fused_search, reranked_search
 from raglab.ingest.chunking import Chunker
 from raglab.pipeline import Index
+from raglab.progress import Reporter, TerminalProgress
 from raglab.records import Hit
 from raglab.retrieve.fusion import Fusion, Rankings, default_fusion
 from raglab.retrieve.rerank import load_reranker
@@ -166,18 +169,31 @@ def searches(index: Index, rankings: dict[str, Rankings]) -> dict[str, Search]:
     return rows
 
 
-def _embedder(name: str) -> Embedder:
+def _embedder(name: str, cache: bool) -> Embedder:
     made = embedder(name)
-    return made if is_fittable(made) else cached(made)  # a fit depends on the corpus
+    return (
+        cached(made) if cache else made
+    )  # a fittable one is never cached: its fit is the corpus's
 
 
-def run(docs: Path, questions: list[Question], name: str, chunker: Chunker) -> dict:
+def run(
+    docs: Path,
+    questions: list[Question],
+    name: str,
+    chunker: Chunker,
+    *,
+    cache: bool = True,
+    progress: Reporter | None = None,
+) -> dict:
     """Index `docs` with embedder `name`; every row's figures."""
     started = time.perf_counter()
-    index = Index.from_folder(docs, embedder=_embedder(name), chunker=chunker)
+    made = _embedder(name, cache)
+    index = Index.from_folder(docs, embedder=made, chunker=chunker, progress=progress)
     built = time.perf_counter() - started
     retriever = index.retriever("dense")
-    rankings = collect_rankings(retriever.dense, retriever.keyword, questions, depth=DEPTH)
+    rankings = collect_rankings(
+        retriever.dense, retriever.keyword, questions, depth=DEPTH, progress=progress
+    )
     reports: dict[str, EvalReport] = {
         label: evaluate(questions, search=search, k=10, embedder=name)
         for label, search in searches(index, rankings).items()
@@ -213,7 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="one chunk per document (default: raglab's default chunker)",
     )
+    parser.add_argument("--no-cache", action="store_true", help="no embedding cache")
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     args = parser.parse_args(argv)
+    progress = None if args.quiet else TerminalProgress()
     chunker = Chunker(size=WHOLE) if args.whole_documents else Chunker()
     names = [n.strip() for n in args.embedders.split(",") if n.strip()]
     with tempfile.TemporaryDirectory() as temp:
@@ -221,7 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions = export(args.dataset, args.split, docs)
         if not questions:
             sys.exit(f"bench_beir: no question of split {args.split!r} has a relevant document")
-        results = {name: run(docs, questions, name, chunker) for name in names}
+        results = {
+            name: run(docs, questions, name, chunker, cache=not args.no_cache, progress=progress)
+            for name in names
+        }
     labels = list(next(iter(results.values()))["rows"])
     print(f"{args.dataset.name} ({args.split}), {len(questions)} questions, {chunker.params()}")
     print("nDCG@10")

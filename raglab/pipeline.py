@@ -31,6 +31,7 @@ from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
 from raglab.ingest.loaders import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, DocumentError, load_folder
 from raglab.profiles import Profile, ProfileMismatch, from_record, overridden, refusal
 from raglab.profiles import profile as find_profile
+from raglab.progress import Reporter
 from raglab.query import FitCache, Retriever
 from raglab.records import Answer, Confidence, Hit, Principal
 from raglab.retrieve.diversity import Diversity
@@ -106,6 +107,7 @@ class Index:
         limits: Limits | None = None,
         fusion: Fusion | None = None,
         profile: str | Profile | None = None,
+        progress: Reporter | None = None,
     ) -> Index:
         """Load, chunk and embed every document in `folder`.
 
@@ -125,6 +127,8 @@ class Index:
         and every query setting at once; `embedder` and `chunker`, when given, override its
         own, and the index records the profile with what overrode it. Without one: the
         hashing embedder and `Chunker()`, or what an index at `path` recorded.
+        `progress` hears how the embedding goes (`raglab.progress`; default: nothing is
+        reported).
         """
         limits = limits or Limits()
         chosen = None if profile is None else find_profile(profile)
@@ -148,8 +152,10 @@ class Index:
                 cutter = chunker or (base.chunker() if base else Chunker())
             if cutter.kind == "semantic" and cutter.embedding is None:  # the index's own embedder
                 cutter = replace(cutter, embedding=sentence_embedding(model))
-            documents, too_long = within_chunk_limit(loaded.documents, cutter, limits.max_chunks)
-            report = sync(store, documents, chunker=cutter, embedder=model)
+            documents, too_long = within_chunk_limit(
+                loaded.documents, cutter, limits.max_chunks, progress
+            )
+            report = sync(store, documents, chunker=cutter, embedder=model, progress=progress)
             record_profile(store, base, report)
             return report, too_long
 

@@ -49,6 +49,7 @@ TOP_LEVEL = {
     "validation": "base",
     "samples": "base",
     "_threads": "base",
+    "progress": "base",
     "pipeline": "pipeline",
     "query": "pipeline",
     "profiles": "pipeline",

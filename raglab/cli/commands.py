@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from raglab.cli.answers import answer_as_dict, format_answer
 
 if TYPE_CHECKING:  # the engine is imported when a command runs, not when the CLI loads
+    from raglab.embed.embedders import Embedder
     from raglab.evaluation.questions import Question
     from raglab.generate.openai_http import OpenAIChatGenerator
     from raglab.ingest.chunking import Chunker
     from raglab.ingest.loaders import DocumentError
     from raglab.pipeline import Index, Limits
     from raglab.profiles import Profile
+    from raglab.progress import Reporter
     from raglab.records import Answer, Principal
     from raglab.retrieve.diversity import Diversity
     from raglab.retrieve.query_expansion import QueryExpansion
@@ -117,9 +119,13 @@ def open_index(args: argparse.Namespace) -> Index:
         index = Index.open(args.index, **where, qdrant_keyword=args.qdrant_keyword, profile=profile)
         check_chunker(args, index.chunker_params)
         return index
-    chunker = make_chunker(args, profile_chunker(profile))
     index = Index.from_folder(
-        args.docs, embedder=args.embedder, chunker=chunker, limits=limits_of(args), profile=profile
+        args.docs,
+        embedder=embedder_of(args, profile),
+        chunker=make_chunker(args, profile_chunker(profile)),
+        limits=limits_of(args),
+        profile=profile,
+        progress=progress_of(args),
     )
     warn_load_errors(index.load_errors)
     warn_loaded(index.warnings)
@@ -129,6 +135,29 @@ def open_index(args: argparse.Namespace) -> Index:
 def k_and_method(args: argparse.Namespace, index: Index) -> tuple[int, str]:
     """--k and --retriever, else the index's profile's (`Index.k`, `Index.method`)."""
     return args.k or index.k, args.retriever or index.method
+
+
+# --- long work: the embedding cache and progress ---------------------------------------------
+
+
+def embedder_of(args: argparse.Namespace, profile: Profile | None) -> Embedder | None:
+    """--embedder, else the profile's, with the embedding cache on disk unless --no-cache;
+    None when neither names one (the index's recorded profile, else the default, decides)."""
+    from raglab.embed.embedders import embedder
+    from raglab.embed.embedding_cache import cached
+
+    name = args.embedder or (profile.embedder if profile is not None else None)
+    if name is None:
+        return None
+    made = embedder(name)
+    return made if args.no_cache else cached(made)
+
+
+def progress_of(args: argparse.Namespace) -> Reporter | None:
+    """A progress line on stderr when it is a terminal (`TerminalProgress`), unless --quiet."""
+    from raglab.progress import TerminalProgress
+
+    return None if args.quiet else TerminalProgress()
 
 
 def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = None) -> Chunker:
@@ -145,6 +174,10 @@ def make_chunker(args: argparse.Namespace, recorded: Mapping[str, Any] | None = 
         name: (recorded or {}).get(name) if value is None else value
         for name, value in given.items()
     }
+    if settings["contextual"]:  # the sentence: RAGLAB_LLM_URL's model's, else the first one
+        from raglab.generate.llm_context import context_writer_from_env
+
+        settings["context_writer"] = context_writer_from_env()
     try:
         return Chunker(**{name: value for name, value in settings.items() if value is not None})
     except ValueError as error:
@@ -169,7 +202,9 @@ def describe_chunker(params: Mapping[str, object] | None) -> str:
         return "(none recorded)"
     names = ("kind", "size", "overlap", "version")
     described = ", ".join(f"{name}={params.get(name)!r}" for name in names)
-    return described + (", contextual=True" if params.get("contextual") else "")
+    if params.get("contextual"):
+        described += f", contextual=True, context by {params.get('context', 'first sentence')}"
+    return described
 
 
 def warn_load_errors(errors: Iterable[DocumentError]) -> None:
@@ -288,13 +323,14 @@ def run_index(args: argparse.Namespace) -> int:
     profile = chosen_profile(args)
     index = Index.from_folder(
         args.folder,
-        embedder=args.embedder,
+        embedder=embedder_of(args, profile),
         # An option left out keeps the profile's setting, else the index's own: an update
         # never re-cuts by surprise.
         chunker=lambda recorded: make_chunker(args, profile_chunker(profile) or recorded),
         path=args.index,
         limits=limits_of(args),
         profile=profile,
+        progress=progress_of(args),
         **store_of(args),
     )
     warn_load_errors(index.load_errors)
@@ -376,6 +412,7 @@ def run_eval(args: argparse.Namespace) -> int:
         retriever=method,
         embedder=index.embedder.name,
         refused_docs=refused.keys(),
+        progress=progress_of(args),
     )
     if args.json:
         profile = None if index.profile is None else index.profile.name

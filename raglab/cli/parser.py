@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         limit_options(sub)
         selection_options(sub)
         profile_options(sub)
+        long_work_options(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object")
 
     ask = commands.add_parser(
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     chunker_options(index)
     limit_options(index)
     profile_options(index)
+    long_work_options(index)
     index.add_argument("--json", action="store_true", help="print one JSON object")
     index.set_defaults(run=run_index)
 
@@ -319,6 +321,21 @@ def limit_options(sub: argparse.ArgumentParser) -> None:
         choices=SECRET_POLICIES,
         default=default.secrets,
         help="a file holding a key, password or token: refuse it (default) or redact the secret",
+    )
+
+
+def long_work_options(sub: argparse.ArgumentParser) -> None:
+    """--quiet and --no-cache: what embedding many documents shows, and what it keeps."""
+    sub.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line (it is drawn on stderr only when stderr is a terminal)",
+    )
+    sub.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="embed everything again, without the embedding cache (default: the user's cache "
+        "folder, or RAGLAB_CACHE_DIR)",
     )
 
 

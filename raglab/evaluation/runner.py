@@ -33,6 +33,7 @@ from raglab.evaluation.metrics import (
     unique_in_order,
 )
 from raglab.evaluation.questions import Question, QuestionSetError, load_questions
+from raglab.progress import Progress, Reporter
 from raglab.records import Answer, Hit
 from raglab.validation import check_int
 
@@ -342,6 +343,7 @@ def evaluate(
     retriever: str = "",
     embedder: str = "",
     refused_docs: Collection[str] = (),
+    progress: Reporter | None = None,
 ) -> EvalReport:
     """Ask every question and average the scores.
 
@@ -354,12 +356,17 @@ def evaluate(
     not, so a leak is caught wherever it happens. `retriever` and `embedder` are labels
     copied into the report. `refused_docs` are the ids of documents the loader refused: a
     question that can only be answered from them counts as unanswerable by refusal.
+    `progress` hears after each question how many are done (`raglab.progress`).
     """
     k = check_int("k", k, minimum=1)
     if not questions:
         raise ValueError("questions is empty: there is nothing to evaluate")
     questions, by_refusal = unanswerable_by_refusal(questions, refused_docs)
-    results = [_score_question(q, search=search, answer=answer, k=k) for q in questions]
+    results = []
+    for q in questions:
+        results.append(_score_question(q, search=search, answer=answer, k=k))
+        if progress is not None:
+            progress(Progress("evaluating", len(results), len(questions), "questions"))
     return _summarise(results, k=k, retriever=retriever, embedder=embedder, by_refusal=by_refusal)
 
 

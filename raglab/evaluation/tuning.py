@@ -20,6 +20,7 @@ import numpy as np
 
 from raglab.evaluation.questions import Question
 from raglab.evaluation.runner import evaluate
+from raglab.progress import Progress, Reporter
 from raglab.records import Hit, Principal
 from raglab.retrieve.fusion import CANDIDATES_PER_RANKER, Fusion, Rankings
 from raglab.retrieve.rerank import DEPTH, FEATURES, LinearReranker, Reranker, candidates, features
@@ -33,12 +34,18 @@ RetrieverLike = Callable[[str, Principal, int], Sequence[Hit]]
 
 
 def collect_rankings(
-    dense: RetrieverLike, keyword: RetrieverLike, questions: Sequence[Question], *, depth: int
+    dense: RetrieverLike,
+    keyword: RetrieverLike,
+    questions: Sequence[Question],
+    *,
+    depth: int,
+    progress: Reporter | None = None,
 ) -> dict[str, Rankings]:
     """Each question's two rankings, `depth` deep, searched as its own user, keyed by id.
 
     Searching once and fusing many times is what makes a curve quick: an exact top-d is
     the first d of a deeper top-D, so `fused_search` cuts these lists instead of searching.
+    `progress` hears after each question how many are done (`raglab.progress`).
     """
     depth = check_int("depth", depth, minimum=1)
     out = {}
@@ -47,6 +54,8 @@ def collect_rankings(
         out[q.id] = Rankings(
             tuple(dense(q.question, principal, depth)), tuple(keyword(q.question, principal, depth))
         )
+        if progress is not None:
+            progress(Progress("searching", len(out), len(questions), "questions"))
     return out
 
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from raglab.ingest.contextual import with_context
+from raglab.ingest.contextual import ContextWriter, with_context
 from raglab.ingest.semantic import PERCENTILE, WINDOW, SentenceEmbedding, adjacent_similarities
 from raglab.ingest.semantic import boundaries as semantic_boundaries
 from raglab.ingest.sentences import sentence_spans
@@ -331,8 +331,9 @@ class Chunker:
       tokens the embedder reads; needs `embedding` (`Index.from_folder` gives it).
 
     `contextual=True` gives every chunk a context header (title, heading path, the
-    document's first sentence), which retrieval reads before the chunk's text
-    (`raglab.ingest.contextual`); the chunk's text and offsets do not change.
+    document's first sentence, or `context_writer`'s sentence for the chunk), which
+    retrieval reads before the chunk's text (`raglab.ingest.contextual`); the chunk's
+    text and offsets do not change.
 
     Whitespace-only pieces are skipped, so every chunk has visible text, and chunk
     indexes run 0..n-1. Invariant: `doc.text[c.start:c.end] == c.text` for every chunk.
@@ -350,6 +351,9 @@ class Chunker:
     contextual: bool = False
     # Semantic chunking's embedder: not a setting (the index records its embedder apart).
     embedding: SentenceEmbedding | None = field(default=None, compare=False, repr=False)
+    # Who writes a contextual chunk's sentence (default: the document's first sentence);
+    # `params()` records its name.
+    context_writer: ContextWriter | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -365,7 +369,9 @@ class Chunker:
         """The chunks of `doc`, in order, carrying its id, title, tenant, groups and version;
         with `contextual`, each also carries its context header (`Chunk.context`)."""
         chunks = self._cut(doc)
-        return with_context(doc, chunks, split_sections(doc.text)) if self.contextual else chunks
+        if not self.contextual:
+            return chunks
+        return with_context(doc, chunks, split_sections(doc.text), self.context_writer)
 
     def _cut(self, doc: Document) -> list[Chunk]:
         if self.kind != "semantic":
@@ -414,4 +420,6 @@ class Chunker:
             params.update(window=WINDOW, percentile=PERCENTILE)
         if self.contextual:
             params["contextual"] = True
+            if self.context_writer is not None:
+                params["context"] = self.context_writer.name
         return params

@@ -13,18 +13,31 @@ the chunk sits under, and the document's first sentence (a one-line extractive s
 
 Only what is *indexed* changes. The chunk's own text, offsets and citations stay exactly
 as they were: an answer quotes and cites the chunk, never the header.
+
+Offline, the header's sentence is the document's first one, the same for every chunk. A
+`ContextWriter` writes one per chunk instead: with a language model configured,
+`raglab.generate.llm_context` asks it for a short sentence situating the chunk in its
+document. The index records the writer's `name` (`Chunker.params()`), so chunks whose
+headers were written another way are never mixed with these.
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import replace
+from typing import Protocol
 
 from raglab.ingest.sentences import MIN_WORDS, clean_inline, split_sentences, text_units
 from raglab.records import Chunk, Document
 from raglab.text import HEADING_SEPARATOR
 
-__all__ = ["SUMMARY_CHARS", "context_header", "document_summary", "with_context"]
+__all__ = [
+    "SUMMARY_CHARS",
+    "ContextWriter",
+    "context_header",
+    "document_summary",
+    "with_context",
+]
 
 SUMMARY_CHARS = 200
 """The summary is cut (at a word) to this many characters: a header should stay a small
@@ -72,23 +85,40 @@ def context_header(title: str, heading: str, summary: str) -> str:
     return "\n".join(part for part in (path, summary) if part)
 
 
+class ContextWriter(Protocol):
+    """Writes a chunk's context sentence; `name` says how (recorded in the index)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def situate(self, doc: Document, chunk: Chunk) -> str: ...
+
+
 Section = tuple[str, int, int]  # (heading path, start, end), as `split_sections` gives them
 
 
-def with_context(doc: Document, chunks: list[Chunk], sections: list[Section]) -> list[Chunk]:
+def with_context(
+    doc: Document,
+    chunks: list[Chunk],
+    sections: list[Section],
+    writer: ContextWriter | None = None,
+) -> list[Chunk]:
     """`chunks` of `doc`, each given its context header (`Chunk.context`).
 
     `sections` are the document's (`raglab.ingest.chunking.split_sections`): the heading
     path is the one in force where the chunk starts, whatever chunker cut it (the
-    character chunker records none). The summary is left out of a chunk that already
-    holds it, such as the first one.
+    character chunker records none). The sentence is `writer`'s for each chunk, else the
+    document's summary, left out of a chunk that already holds it, such as the first one.
     """
     starts = [start for _, start, _ in sections]
-    summary = document_summary(doc.text)
+    summary = document_summary(doc.text) if writer is None else ""
     contextual = []
     for chunk in chunks:
         at = bisect.bisect_right(starts, chunk.start) - 1
         heading = sections[at][0] if at >= 0 else ""
-        own = "" if summary in clean_inline(chunk.text) else summary
+        if writer is not None:
+            own = _shortened(" ".join(writer.situate(doc, chunk).split()), SUMMARY_CHARS)
+        else:
+            own = "" if summary in clean_inline(chunk.text) else summary
         contextual.append(replace(chunk, context=context_header(doc.title, heading, own)))
     return contextual

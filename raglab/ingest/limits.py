@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from raglab.ingest.front_matter import DocumentError
+from raglab.progress import Progress, Reporter
 from raglab.records import Chunk, Document
 from raglab.validation import check_int
 
@@ -26,10 +27,15 @@ class _Splitter(Protocol):
 
 
 def within_chunk_limit(
-    documents: Sequence[Document], chunker: _Splitter, max_chunks: int = DEFAULT_MAX_CHUNKS
+    documents: Sequence[Document],
+    chunker: _Splitter,
+    max_chunks: int = DEFAULT_MAX_CHUNKS,
+    progress: Reporter | None = None,
 ) -> tuple[list[Document], list[DocumentError]]:
     """The documents that `chunker` cuts into at most `max_chunks` chunks, and an error
-    naming each of the others and its chunk count (those are not indexed).
+    naming each of the others and its chunk count (those are not indexed). `progress`
+    hears after each document how many are cut (a semantic or a model-written contextual
+    chunker takes a while: `raglab.progress`).
 
     >>> from raglab.ingest.chunking import Chunker
     >>> kept, refused = within_chunk_limit([Document("a.md", "x" * 50)], Chunker("chars", 10, 0), 3)
@@ -49,4 +55,7 @@ def within_chunk_limit(
                 "(split it into smaller documents, or raise --max-chunks)"
             )
             refused.append(DocumentError(doc.id, reason))
+        if progress is not None:
+            done = len(kept) + len(refused)
+            progress(Progress("chunking", done, len(documents), "documents"))
     return kept, refused

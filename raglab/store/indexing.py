@@ -44,6 +44,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from raglab.embed.embedders import Embedder, is_fittable
+from raglab.progress import Progress, Reporter
 from raglab.records import Chunk, DocRecord, Document, Partition
 from raglab.store.errors import EmbedderMismatch
 from raglab.store.protocol import VectorStore
@@ -172,8 +173,18 @@ class _Chunker(Protocol):
     def params(self) -> dict[str, Any]: ...
 
 
+PROGRESS_BATCH = 32
+"""Texts embedded between two progress reports: one MiniLM batch (a second or three on a
+laptop's CPU), so that reporting never changes how texts are batched."""
+
+
 def sync(
-    store: VectorStore, documents: Iterable[Document], *, chunker: _Chunker, embedder: Embedder
+    store: VectorStore,
+    documents: Iterable[Document],
+    *,
+    chunker: _Chunker,
+    embedder: Embedder,
+    progress: Reporter | None = None,
 ) -> SyncReport:
     """Bring `store` up to date with `documents`, embedding only what changed.
 
@@ -193,8 +204,9 @@ def sync(
     of that partition is re-embedded, and the other partitions keep theirs.
 
     Chunking and embedding happen before the store is touched, and the writes run in one
-    transaction: if anything fails, the previous index stays as it was.
-    An embedder with another name or dim than the index's is refused (`EmbedderMismatch`).
+    transaction: if anything fails, the previous index stays as it was. `progress`, when
+    given, hears how many chunks are embedded every `PROGRESS_BATCH` texts
+    (`raglab.progress`). An embedder with another name or dim than the index's is refused (`EmbedderMismatch`).
     """
     docs = _unique_documents(documents)
     stored, meta = store.documents(), store.meta
@@ -227,7 +239,7 @@ def sync(
         for chunk in (split[doc_id] if doc_id in split else _split_checked(chunker, docs[doc_id]))
     ]
     stored_vectors = _stored_vectors(store, meta, embedder) if chunks else {}
-    vectors, reused = _embed_chunks(embedder, fits, chunks, stored_vectors)
+    vectors, reused = _embed_chunks(embedder, fits, chunks, stored_vectors, progress)
     with store.transaction():
         for doc_id in removed + updated:
             store.delete_document(doc_id)
@@ -346,10 +358,12 @@ def _embed_chunks(
     fits: dict[Partition, Embedder],
     chunks: list[Chunk],
     stored: dict[tuple[str, str], np.ndarray],
+    progress: Reporter | None = None,
 ) -> tuple[np.ndarray, int]:
     """(one vector per chunk, how many were taken from `stored` instead of embedded).
 
-    A chunk is embedded by `embedder`, or by its partition's fit when there are `fits`.
+    A chunk is embedded by `embedder`, or by its partition's fit when there are `fits`;
+    `PROGRESS_BATCH` texts at a time, each batch reported to `progress`.
     """
     vectors = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
     to_embed: dict[str, list[int]] = {}  # model version -> rows
@@ -361,9 +375,32 @@ def _embed_chunks(
         else:
             to_embed.setdefault(model.version, []).append(row)
             models[model.version] = model
+    reused = len(chunks) - sum(map(len, to_embed.values()))
+    done, found_before = reused, _found_in_cache(embedder)
+
+    def report() -> None:
+        if progress is not None:
+            cached = reused + _found_in_cache(embedder) - found_before
+            progress(Progress("embedding", done, len(chunks), "chunks", cached))
+
+    report()
     for version, rows in to_embed.items():
-        vectors[rows] = _embed_checked(models[version], [chunks[row].indexed_text for row in rows])
-    return vectors, len(chunks) - sum(map(len, to_embed.values()))
+        for start in range(0, len(rows), PROGRESS_BATCH):
+            batch = rows[start : start + PROGRESS_BATCH]
+            texts = [chunks[row].indexed_text for row in batch]
+            vectors[batch] = _embed_checked(models[version], texts)
+            done += len(batch)
+            report()
+    return vectors, reused
+
+
+def _found_in_cache(embedder: Embedder) -> int:
+    """How many vectors the embedding cache has handed back so far (0 without one).
+
+    Read by name (`CachedEmbedder.counts.found`), not by importing the cache's module: the
+    query path, which imports this one, must not load what only indexing needs.
+    """
+    return int(getattr(getattr(embedder, "counts", None), "found", 0))
 
 
 def _unique_documents(documents: Iterable[Document]) -> dict[str, Document]:

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 import raglab
-from attacks.common import corpus_with, run, traceback_in
+from attacks.common import CORPUS, QUESTIONS, corpus_with, run, traceback_in
 
 PARKING = {"ok.md": "Parking is free for visitors on weekends."}
 
@@ -167,6 +167,37 @@ def nan_in_embedding_cache(tmp: Path) -> str:
     return "held" if hits and hits[0].score == hits[0].score else "FAILED: a NaN score came back"
 
 
+class _OtherModel:
+    """Vectors as wide as hashing's, from another model: its cache file must never serve hashing."""
+
+    name, version, dim = "other-model", "1", raglab.embedder("hashing").dim
+
+    def embed(self, texts):
+        return raglab.embedder("hashing").embed([t[::-1] for t in texts])
+
+
+def damaged_embedding_cache(tmp: Path) -> str:
+    """The cache on by default meets a truncated file, then another model's file under the
+    hashing file's name: `raglab eval` must score exactly as with --no-cache, without a crash."""
+    env = {**os.environ, "RAGLAB_CACHE_DIR": str(tmp / "cache")}
+    args = ("eval", "--docs", str(CORPUS), "--questions", str(QUESTIONS), "--retrieval-only")
+    plain = run(*args, "--json", "--no-cache", env=env)
+    run(*args, env=env)  # fills the cache
+    [hashing] = (tmp / "cache").glob("hashing-*.sqlite")
+    hashing.write_bytes(hashing.read_bytes()[: hashing.stat().st_size // 2])
+    truncated = run(*args, "--json", env=env)
+    other = raglab.cached(_OtherModel(), tmp / "other")  # type: ignore[arg-type]
+    other.embed([chunk.indexed_text for chunk in raglab.Index.from_folder(CORPUS).store.chunks()])
+    hashing.write_bytes(other.path.read_bytes())
+    foreign = run(*args, "--json", env=env)
+    problems = [
+        f"{label}: {result.stderr.strip()[-80:] if result.returncode else 'other scores'}"
+        for label, result in (("truncated", truncated), ("another model's file", foreign))
+        if result.returncode or traceback_in(result) or result.stdout != plain.stdout
+    ]
+    return f"FAILED: {'; '.join(problems)}" if problems else "held"
+
+
 ATTACKS = [
     ("12a a symbolic link loop and a 1,200-level folder in the docs", link_loop_and_deep_folder),
     (
@@ -186,4 +217,8 @@ ATTACKS = [
         readable_embedding_cache,
     ),
     ("12f a NaN entry in the embedding cache, then index", nan_in_embedding_cache),
+    (
+        "12g a truncated cache file, then another model's file under its name",
+        damaged_embedding_cache,
+    ),
 ]

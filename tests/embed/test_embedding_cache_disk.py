@@ -89,7 +89,7 @@ def test_an_unopenable_folder_only_warns(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the folder should be")
     counting = Counting()
-    with pytest.warns(UserWarning, match="embedding without it"):
+    with pytest.warns(UserWarning, match="going on without it"):
         vectors = cached(counting, blocker / "cache").embed(TEXTS)
     assert counting.texts == TEXTS and vectors.shape == (3, 32)
 
@@ -119,7 +119,8 @@ def test_the_default_folder_comes_from_the_environment(tmp_path, monkeypatch):
     assert default_folder() == tmp_path
     assert cached(Counting()).path.parent == tmp_path
     monkeypatch.delenv(CACHE_DIR_VARIABLE)
-    assert default_folder() == Path.home() / ".cache" / "raglab"
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert default_folder() == Path.home() / ".cache" / "raglab"  # on Linux
 
 
 def _fill(folder: str, start: int) -> None:

@@ -140,6 +140,6 @@ def test_a_link_in_place_of_the_cache_file_is_not_followed(tmp_path):
     wrapped = cached(Counting(), folder)
     folder.mkdir(mode=0o700)
     wrapped.path.symlink_to(victim)
-    with pytest.warns(UserWarning, match="embedding without it"):
+    with pytest.warns(UserWarning, match="going on without it"):
         wrapped.embed(TEXTS)
     assert victim.read_text() == "keep me" and mode(victim) != 0o600
