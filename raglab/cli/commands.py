@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from raglab.cli.answers import answer_as_dict, format_answer
@@ -140,17 +141,27 @@ def k_and_method(args: argparse.Namespace, index: Index) -> tuple[int, str]:
 # --- long work: the embedding cache and progress ---------------------------------------------
 
 
-def embedder_of(args: argparse.Namespace, profile: Profile | None) -> Embedder | None:
-    """--embedder, else the profile's, with the embedding cache on disk unless --no-cache;
-    None when neither names one (the index's recorded profile, else the default, decides)."""
+def embedder_of(
+    args: argparse.Namespace, profile: Profile | None, *, updating: bool = False
+) -> Embedder | None:
+    """--embedder, else the profile's, else (for a new index) the default, with the embedding
+    cache on disk unless --no-cache. None when updating an index and neither names one: the
+    profile the index recorded decides, and an update embeds only what changed."""
     from raglab.embed.embedders import embedder
     from raglab.embed.embedding_cache import cached
+    from raglab.pipeline import DEFAULT_EMBEDDER
 
     name = args.embedder or (profile.embedder if profile is not None else None)
-    if name is None:
+    if name is None and updating:
         return None
+    name = name or DEFAULT_EMBEDDER
     made = embedder(name)
     return made if args.no_cache else cached(made)
+
+
+def is_update(args: argparse.Namespace) -> bool:
+    """Whether `raglab index` adds to an index that exists (a Qdrant server's always may)."""
+    return args.qdrant_url is not None or Path(args.index).exists()
 
 
 def progress_of(args: argparse.Namespace) -> Reporter | None:
@@ -323,7 +334,7 @@ def run_index(args: argparse.Namespace) -> int:
     profile = chosen_profile(args)
     index = Index.from_folder(
         args.folder,
-        embedder=embedder_of(args, profile),
+        embedder=embedder_of(args, profile, updating=is_update(args)),
         # An option left out keeps the profile's setting, else the index's own: an update
         # never re-cuts by surprise.
         chunker=lambda recorded: make_chunker(args, profile_chunker(profile) or recorded),
