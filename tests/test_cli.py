@@ -32,6 +32,15 @@ def test_help_lists_every_command_in_its_main_list():
     assert listed == ["ask", "index", "eval", "chat", "exercises", "grade", "progress"]
 
 
+def test_help_examples_can_be_pasted_into_a_shell():
+    examples = raglab("--help").stdout.split("examples:\n")[1]
+    # Each line is a whole command, or the continuation of a line ending in a pipe: the
+    # printf example keeps its \n escapes instead of breaking inside its quotes.
+    lines = examples.splitlines()
+    for before, line in zip(["|", *lines], lines, strict=False):
+        assert line.startswith("  raglab ") or line.startswith("  printf ") or before.endswith("|")
+
+
 @pytest.mark.parametrize("command", ["exercises", "grade", "progress"])
 def test_each_workbook_command_listed_answers_its_own_help(command):
     assert raglab(command, "--help").stdout.startswith(f"usage: raglab {command}")

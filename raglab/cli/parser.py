@@ -22,7 +22,8 @@ examples:
   raglab index data/corpus --index neural.sqlite --profile offline-neural
   raglab ask "What does error E-204 mean?" --index corpus.sqlite --tenant globex --json
   raglab eval --docs data/corpus --questions data/questions.jsonl --retriever bm25 --json
-  printf 'Which thermostats do you sell?\nHow much is the second one?\n' | raglab chat --index corpus.sqlite --tenant globex --user ann
+  printf 'Which thermostats do you sell?\\nHow much is the second one?\\n' |
+    raglab chat --index corpus.sqlite --tenant globex --user ann
   raglab progress exercises
   raglab grade class/ --summary
 """
