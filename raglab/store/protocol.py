@@ -25,9 +25,19 @@ import numpy as np
 
 from raglab.records import Chunk, DocRecord, Hit, Partition, Principal
 
-META_KEYS = ("embedder_name", "embedder_dim", "embedder_version", "chunker", "superseded")
+META_KEYS = (
+    "embedder_name",
+    "embedder_dim",
+    "embedder_version",
+    "chunker",
+    "superseded",
+    "calibration",
+)
 """What `store.meta` holds; each is None until the first `sync` records it. `superseded`
-maps a document id to the ids superseding it (`raglab.store.versions.supersession`)."""
+maps a document id to the ids superseding it (`raglab.store.versions.supersession`).
+`calibration`: the answerer's null distributions per tenant and the documents they were
+computed on (`raglab.pipeline.calibrate`); `sync` drops it whenever a document changes, so
+a stale one is never read."""
 
 
 class VectorStore(Protocol):
