@@ -8,12 +8,12 @@ them: the index's own *null distribution*. At ask time a score is read as its pe
 that distribution ("higher than 90% of the unanswerable questions here"), which means the
 same on any corpus (`NullCalibration.relative`).
 
-A null question is one of the corpus's own sentences with its key term (the rarest word
-not in its title or heading) swapped for a common word the corpus never uses, cut to a
-question's length: "Returns are accepted within 30 days of delivery" becomes "Returns are
-accepted within 30 days of warranty?". It looks answerable, retrieves the right document
-and matches most of a sentence, yet the asked-for fact is not stated: the near miss the
-rule must refuse.
+A null question is made from one of the corpus's own sentences: its rarest words that are
+not in its title or heading, the rarest swapped for a common word the corpus never uses
+("Unused parts can be returned within 30 days of delivery." becomes "What is the warranty
+of within 30 days?"). It reads like the corpus, retrieves the right document and shares a
+few words with a sentence, yet what it asks is not stated: the near miss the rule must
+refuse.
 
 Who may read the calibration (`raglab.pipeline.calibrate`): it is computed per tenant from
 the chunks *every* reader of the tenant may read (those with no groups), never from a
@@ -150,7 +150,7 @@ def null_questions(chunks: Sequence[Chunk], n: int = NULL_QUESTIONS) -> list[str
 
     >>> text = "# Returns\\n\\nUnused parts can be returned within 30 days of delivery."
     >>> null_questions([Chunk("r.md", 0, text, 0, len(text), title="Returns")])
-    ['Unused parts can be returned within 30 days of warranty?']
+    ['What is the warranty of within 30 days?']
     """
     vocabulary = frozenset().union(*map(chunk_stems, chunks)) if chunks else frozenset()
     stand_ins = [w for w in STAND_INS if stem(w) not in vocabulary]
