@@ -487,6 +487,7 @@ def test_sqlite_persists_across_reopen(tmp_path):
             "embedder_version": "1",
             "chunker": {"kind": "fake", "size": 10},
             "superseded": {},
+            "calibration": None,  # sync alone computes none (Index.from_folder does)
         }
         check_embedder(again, FakeEmbedder())
         second = sync(again, corpus(), chunker=FakeChunker(), embedder=FakeEmbedder())
