@@ -1,6 +1,7 @@
 """The two lifecycles wired together.
 
-Indexing (when documents change):  folder -> load -> chunk -> embed -> store.
+Indexing (when documents change):  folder -> load -> chunk -> embed -> store -> calibrate
+                                   the answerer (`calibrate`: its null distribution per tenant).
 Query (every question):            question -> expand -> retrieve (dense, BM25; access and
                                    versions first) -> fuse -> rerank -> diversify -> prompt
                                    -> generate -> verify citations -> Answer.
