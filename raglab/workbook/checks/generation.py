@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -509,11 +509,12 @@ def corpus_decide_cases() -> tuple[Case, ...]:
     `raglab.ask` computes (each index built and calibrated as `raglab index` builds it), the
     rule's weights and intercept, and the probability below which it abstains. Built once."""
     rule = load_rule("hashing")
+    abstains_below = cast(float, rule.caution)  # never None: the rule's __post_init__ sets it
     cases = []
     for name, (corpus, questions) in CORPORA.items():
         examples = collect_examples(Index.from_folder(corpus()), load_questions(questions()))
         for e in examples:
-            args = (list(astuple(e.features)), list(rule.weights), rule.intercept, rule.caution)
+            args = (list(astuple(e.features)), list(rule.weights), rule.intercept, abstains_below)
             cases.append(
                 Case(f"{name}, question {e.question_id}", args, {}, reference_decide(*args))
             )
