@@ -143,7 +143,9 @@ class Index:
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
                 report, too_long = index(store, store.meta["chunker"])
-                recalibrate(cls(store, report.embedder, fusion=fusion))
+                if isinstance(store, SQLiteStore):  # it reads its own writes: one commit
+                    recalibrate(cls(store, report.embedder, fusion=fusion))
+            recalibrate(cls(store, report.embedder, fusion=fusion))  # Qdrant: once they land
         errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         return cls(store, report.embedder, report, errors, loaded.warnings, fusion)
 
