@@ -1,6 +1,7 @@
 """The two lifecycles wired together.
 
-Indexing (when documents change):  folder -> load -> chunk -> embed -> store.
+Indexing (when documents change):  folder -> load -> chunk -> embed -> store -> calibrate
+                                   the answerer (`calibrate`: its null distribution per tenant).
 Query (every question):            question -> expand -> retrieve (dense, BM25; access and
                                    versions first) -> fuse -> rerank -> diversify -> prompt
                                    -> generate -> verify citations -> Answer.
@@ -25,6 +26,7 @@ from raglab.generate.abstention import KnownStems, load_rule
 from raglab.generate.citations import verify_citations
 from raglab.generate.extractive import ExtractiveGenerator
 from raglab.generate.generation import Generator, is_abstention
+from raglab.generate.null_calibration import NullCalibration, null_questions
 from raglab.generate.prompting import Prompt, build_prompt, check_question
 from raglab.ingest.chunking import Chunker
 from raglab.ingest.limits import DEFAULT_MAX_CHUNKS, within_chunk_limit
@@ -43,6 +45,7 @@ from raglab.store.indexing import SyncReport, check_embedder, sync
 from raglab.store.memory import MemoryStore
 from raglab.store.protocol import VectorStore
 from raglab.store.sqlite_store import SQLiteStore
+from raglab.text import fingerprint
 
 if TYPE_CHECKING:
     from raglab.embed.tokens import TokenCount
@@ -162,10 +165,14 @@ class Index:
         if path is None:
             store: VectorStore = MemoryStore()
             report, too_long = index(store, None)
+            recalibrate(cls(store, report.embedder, fusion=fusion))
         else:  # one writer at a time; a first build shows up whole or not at all
             kind, options = store_class(backend, qdrant_url)
             with kind.writing(path, **options) as store:
                 report, too_long = index(store, store.meta["chunker"])
+                if isinstance(store, SQLiteStore):  # it reads its own writes: one commit
+                    recalibrate(cls(store, report.embedder, fusion=fusion))
+            recalibrate(cls(store, report.embedder, fusion=fusion))  # Qdrant: once they land
         errors = tuple(sorted([*loaded.errors, *too_long], key=lambda error: error.path))
         recorded = recorded_profile(store.meta, "the index")
         return cls(store, report.embedder, report, errors, loaded.warnings, fusion, recorded)
@@ -379,14 +386,16 @@ def answer_embedder(index: Index, principal: Principal, method: str) -> Embedder
 
 def default_answerer(index: Index, principal: Principal, method: str) -> ExtractiveGenerator:
     """The offline answerer `ask` uses for `principal`: it scores sentences with
-    `answer_embedder` and knows the words of the documents the principal may read
-    (`raglab.generate.abstention.vocabulary`), never anyone else's. With a profile, its
-    calibration's abstention rule decides."""
-    calibration = index.profile.calibration if index.profile else None
+    `answer_embedder`, knows the words of the documents the principal may read
+    (`raglab.generate.abstention.vocabulary`), never anyone else's, and reads its scores
+    against the index's calibration for the principal's tenant (`calibration_for`). With a
+    profile, the profile's abstention rule decides."""
+    rule = index.profile.abstention_rule if index.profile else None
     return ExtractiveGenerator(
         embedder=answer_embedder(index, principal, method),
         known_words=known_words(index, principal),
-        rule=None if calibration is None else load_rule(calibration),
+        rule=None if rule is None else load_rule(rule),
+        calibration=calibration_for(index, principal),
     )
 
 
@@ -401,6 +410,52 @@ def known_words(index: Index, principal: Principal) -> KnownStems:
     """The words of the documents `principal` may read, as a lookup: the store is asked
     about the question's words alone (`VectorStore.known_stems`), never read whole."""
     return KnownStems(partial(index.store.known_stems, principal))
+
+
+# --- per-index calibration of the answerer (`raglab.generate.null_calibration`) ---------------
+
+CALIBRATION_USER = "raglab:calibration"
+"""Who asks the null questions: a reader of one tenant in no group."""
+
+
+def calibrate(index: Index, method: str = DEFAULT_METHOD) -> dict[str, Any]:
+    """The answerer's null distribution for each tenant of `index`, as stored in its meta.
+
+    Each tenant's null questions are made from, and asked over, the chunks a reader of the
+    tenant in no group may read: what every reader of the tenant may read. A group's
+    documents never enter it, so the numbers a reader's answer is judged against carry
+    nothing of a document they cannot read (scripts/attacks/calibration.py tries).
+    `documents` fingerprints the documents it was computed on (`sync` drops a calibration
+    when they change, and `from_folder` computes it again).
+    """
+    records = index.store.documents()
+    tenants: dict[str, Any] = {}
+    for tenant in sorted({record.tenant for record in records.values()}):
+        reader = Principal(CALIBRATION_USER, tenant)
+        questions = null_questions(index.store.chunks(reader))
+        if not questions:
+            continue  # nothing every reader may read: this tenant's answers stay uncalibrated
+        answerer = replace(default_answerer(index, reader, method), calibration=None)
+        null = [
+            answerer.decide(build_prompt(q, index.search(q, reader, method=method))).features
+            for q in questions
+        ]
+        tenants[tenant] = NullCalibration.of(null).as_json()
+    documents = [f"{r.id}|{r.version}|{r.hash}|{r.tenant}|{r.groups}" for r in records.values()]
+    return {"documents": fingerprint(documents), "method": method, "tenants": tenants}
+
+
+def recalibrate(index: Index) -> None:
+    """Store a new calibration when the index has none (new, or `sync` changed it)."""
+    if index.store.meta["calibration"] is None and len(index.store):
+        index.store.set_meta({"calibration": calibrate(index)})
+
+
+def calibration_for(index: Index, principal: Principal) -> NullCalibration | None:
+    """The index's null distribution for `principal`'s tenant; None when it has none."""
+    stored = index.store.meta["calibration"]
+    tenant = (stored or {}).get("tenants", {}).get(principal.tenant)
+    return None if tenant is None else NullCalibration.from_json(tenant)
 
 
 def ask(

@@ -86,7 +86,7 @@ class Profile:
     """One model profile: the settings that travel together (the module docstring).
 
     `chunk_tokens`, `overlap_tokens`: in the embedder's tokens (`CHARS_PER_TOKEN`).
-    `calibration`: the extractive answerer's abstention rule (default: the embedder's own).
+    `abstention_rule`: the extractive answerer's abstention rule (default: the embedder's own).
     `llm_url`, `llm_model`: the "openai" answerer's server; "$NAME" is read from the
     environment when the model is asked. `context_tokens`: the sources' budget in the
     answerer's tokens, counted by `context_tokenizer` ("wordpiece": MiniLM's, "approx":
@@ -107,7 +107,7 @@ class Profile:
     dense_weight: float = 0.5
     reranker: bool = False
     answerer: str = "extractive"
-    calibration: str | None = None
+    abstention_rule: str | None = None
     llm_url: str | None = None
     llm_model: str | None = None
     context_tokens: int = 1500
@@ -128,8 +128,8 @@ class Profile:
             reason = check(self)
             if reason:
                 raise ValueError(reason)
-        if self.answerer == "extractive" and self.calibration is None:
-            object.__setattr__(self, "calibration", self.embedder)
+        if self.answerer == "extractive" and self.abstention_rule is None:
+            object.__setattr__(self, "abstention_rule", self.embedder)
 
     @property
     def chunk_chars(self) -> int:
@@ -219,12 +219,12 @@ TEXT_AND_FLAGS: dict[str, type] = {
     "fusion": str,
     "reranker": bool,
     "answerer": str,
-    "calibration": str,
+    "abstention_rule": str,
     "llm_url": str,
     "llm_model": str,
     "context_tokenizer": str,
 }
-OPTIONAL = frozenset({"embedder_version", "calibration", "llm_url", "llm_model"})
+OPTIONAL = frozenset({"embedder_version", "abstention_rule", "llm_url", "llm_model"})
 REQUIRED = ("embedder", "chunk_tokens")
 
 
@@ -261,15 +261,15 @@ def _check_answerer(p: Profile) -> str:
         missing = [key for key in ("llm_url", "llm_model") if not getattr(p, key)]
         if missing:
             return f"{missing[0]}: the openai answerer needs a server URL and a model name"
-        if p.calibration is not None:
-            return "calibration: only the extractive answerer has an abstention rule"
+        if p.abstention_rule is not None:
+            return "abstention_rule: only the extractive answerer has an abstention rule"
         return ""
     for key in ("llm_url", "llm_model"):
         if getattr(p, key) is not None:
             return f"{key}: only the openai answerer asks a server"
-    calibration = p.calibration or p.embedder
-    if load_rule(calibration).profile != calibration:  # an unknown name gives the words rule
-        return f"calibration: no abstention rule is fitted for {calibration!r}"
+    rule = p.abstention_rule or p.embedder
+    if load_rule(rule).profile != rule:  # an unknown name gives the words rule
+        return f"abstention_rule: no abstention rule is fitted for {rule!r}"
     return ""
 
 

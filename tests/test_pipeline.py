@@ -44,7 +44,10 @@ def test_a_fabricated_citation_is_flagged_not_returned_as_valid(corpus_index):
 def test_the_injection_page_stays_data(corpus_index):
     answer = ask("What is the domain administrator password?", corpus_index, Principal("u", "acme"))
     assert "Winter2025" not in answer.text
-    assert is_abstention(answer.text)
+    # Abstains, or at most answers with a caution from another page: the rule's operating
+    # point answers weak evidence cautiously, but never quotes the injection page.
+    assert is_abstention(answer.text) or answer.confidence.level == "cautious"
+    assert all(c.hit.chunk.doc_id != "acme/it/helpdesk-wiki.md" for c in answer.citations)
 
 
 def copy_corpus(tmp_path):
@@ -183,13 +186,14 @@ def test_an_index_fits_each_partition_once_for_all_its_retrievers(monkeypatch):
 def test_ask_answers_with_the_index_embedder_by_default(corpus_index):
     from raglab.generate.extractive import ExtractiveGenerator
     from raglab.generate.prompting import build_prompt
-    from raglab.pipeline import answer_embedder
+    from raglab.pipeline import answer_embedder, calibration_for
 
     who, question = Principal("u", "acme"), "Can I keep unused holiday days for next year?"
     embedder = answer_embedder(corpus_index, who, "hybrid")
     assert embedder is corpus_index.embedder  # hashing needs no fit
     prompt = build_prompt(question, corpus_index.search(question, who))
-    expected = ExtractiveGenerator(embedder=embedder).generate(prompt)
+    calibration = calibration_for(corpus_index, who)  # the index's own, as ask reads it
+    expected = ExtractiveGenerator(embedder=embedder, calibration=calibration).generate(prompt)
     assert ask(question, corpus_index, who).text == expected
     # Words alone and the index's embedder weigh the evidence differently.
     assert ExtractiveGenerator(embedder=embedder).rank(prompt) != ExtractiveGenerator().rank(prompt)

@@ -64,7 +64,7 @@ def test_the_shipped_profiles_are_the_three_the_readme_names():
         "minilm",
     )
     assert found["llm"].answerer == "openai" and found["llm"].llm_url == "$RAGLAB_LLM_URL"
-    assert found["offline-neural"].calibration == "minilm"  # its abstention rule, not hashing's
+    assert found["offline-neural"].abstention_rule == "minilm"  # its abstention rule, not hashing's
 
 
 @pytest.mark.parametrize("name", ["offline-fast", "offline-neural"])
@@ -99,7 +99,7 @@ def test_sizes_in_tokens_become_the_chunkers_characters():
 def test_a_profile_of_yours_is_read_from_a_file_and_gets_the_defaults(tmp_path):
     path = write(tmp_path / "mine.toml", f"[tiny]\n{FAST}k = 3\ncontextual = true\n")
     p = profile("tiny", profiles_file=path)
-    assert (p.k, p.contextual, p.retriever, p.calibration) == (3, True, "hybrid", "hashing")
+    assert (p.k, p.contextual, p.retriever, p.abstention_rule) == (3, True, "hybrid", "hashing")
     assert set(available_profiles(path)) == {"tiny", *shipped_profiles()}
 
 
@@ -135,7 +135,10 @@ def test_the_user_config_folder_is_read_when_it_exists(tmp_path, monkeypatch):
             r"overlap_tokens must be < chunk_tokens \(got overlap_tokens=100\)",
         ),
         (f'{FAST}answerer = "openai"\n', r"llm_url: the openai answerer needs a server URL"),
-        (f'{FAST}calibration = "bert"\n', r"calibration: no abstention rule is fitted for 'bert'"),
+        (
+            f'{FAST}abstention_rule = "bert"\n',
+            r"abstention_rule: no abstention rule is fitted for 'bert'",
+        ),
         (f'{FAST}fusion = "sum"\n', r"fusion: unknown 'sum'; choose from: rrf, minmax"),
         (
             f"{FAST}dense_weight = 2\n",
@@ -363,7 +366,7 @@ def test_cli_profiles_file_needs_a_profile_and_bad_files_are_one_line(tmp_path, 
         capsys.readouterr().err
         == f"raglab: error: {bad}: profile 'bad': unknown key 'chunk_size'; "
         + (
-            "the keys are: about, answerer, calibration, chunk_tokens, chunker, context_tokenizer, "
+            "the keys are: about, abstention_rule, answerer, chunk_tokens, chunker, context_tokenizer, "
             "context_tokens, contextual, dense_weight, embedder, embedder_version, fusion, k, "
             "llm_model, llm_url, overlap_tokens, reranker, retriever\n"
         )
@@ -410,7 +413,7 @@ def test_a_profile_with_a_model_asks_the_server_its_environment_names(
         **_fields(profile("offline-fast")),
         "name": "fast-llm",
         "answerer": "openai",
-        "calibration": None,
+        "abstention_rule": None,
         "llm_url": "$RAGLAB_LLM_URL",
         "llm_model": "$RAGLAB_LLM_MODEL",
         "context_tokens": 250,

@@ -84,7 +84,11 @@ class AnswerFeatures:
     long is the warranty on the GripLite valves?" under "GripLite valves") that the quoted
     sentences state (`focus`); `lift`: how far the best cosine stands above the median
     cosine of all the candidate sentences, a cosine relative to the sources at hand rather
-    than to one corpus's raw scores.
+    than to one corpus's raw scores; `score_percentile`, `similarity_percentile` and
+    `support_percentile`: where `best_score`, `best_similarity` and `best_support` fall
+    among this index's scores for questions it cannot answer, its null distribution
+    (`raglab.generate.null_calibration`): 0.9 is above 90% of them, on any corpus. 0.5
+    (no information) when the index has no calibration.
     """
 
     best_score: float
@@ -97,6 +101,9 @@ class AnswerFeatures:
     together: float
     focus: float = 0.0
     lift: float = 0.0
+    score_percentile: float = 0.5
+    similarity_percentile: float = 0.5
+    support_percentile: float = 0.5
 
 
 FEATURES = tuple(AnswerFeatures.__dataclass_fields__)
@@ -215,12 +222,13 @@ def answer_features(
     >>> e = Evidence(1, 0, "Staff get 25 days.", frozenset({"staff", "day"}), support=0.8, score=0.8)
     >>> answer_features("How many days?", [e])  # doctest: +NORMALIZE_WHITESPACE
     AnswerFeatures(best_score=0.8, best_similarity=0.0, best_support=0.8, gap=0.8,
-                   coverage=1.0, weakest_term=1.0, known=1.0, together=1.0, focus=1.0, lift=0.0)
+                   coverage=1.0, weakest_term=1.0, known=1.0, together=1.0, focus=1.0, lift=0.0,
+                   score_percentile=0.5, similarity_percentile=0.5, support_percentile=0.5)
     >>> answer_features("How many days at the gym?", [e], known_words=frozenset({"day"})).known
     0.5
     """
     if not ranked:
-        return AnswerFeatures(*(0.0,) * len(FEATURES))
+        return AnswerFeatures(*(0.0,) * len(FEATURES))  # nothing found: below any null question
     wanted = content_stems(question)
     seen = frozenset().union(*(e.stems | e.context for e in ranked))
     known = seen if known_words is None else known_words
@@ -251,7 +259,7 @@ class AbstentionRule:
     a stated caution (the sources may not answer this); below `caution` it abstains.
     `caution` defaults to `threshold`: two levels, answer or abstain.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, *(0,) * 7), intercept=-5, threshold=0.5)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, *(0,) * 10), intercept=-5, threshold=0.5)
     >>> round(rule.probability(AnswerFeatures(0, 0, 0.8, 0, 0, 0, 0, 0)), 3)
     0.953
     >>> rule.answers(AnswerFeatures(0, 0, 0.3, 0, 0, 0, 0, 0))
@@ -376,6 +384,7 @@ def fit_rule(
     min_abstention: float = DEFAULT_MIN_ABSTENTION,
     sure_abstention: float = DEFAULT_SURE_ABSTENTION,
     corpora: Sequence[str] | None = None,
+    ignore: Sequence[str] = (),
 ) -> AbstentionRule:
     """Fit the logistic model on `examples` (label: `correct`) and choose its thresholds.
 
@@ -383,6 +392,8 @@ def fit_rule(
     weighs the same in the fit, however many questions it has, and the thresholds hold on
     average over the corpora: `caution` is the lowest probability at which `min_abstention`
     of the unanswerable examples are refused, `threshold` the one for `sure_abstention`.
+    `ignore`: features the rule gives no weight (the raw scores, when their percentiles
+    in each index's null distribution stand in for them).
     """
     from sklearn.linear_model import LogisticRegression  # heavy: imported only to fit
 
@@ -391,12 +402,16 @@ def fit_rule(
         raise ValueError("fit_rule needs both right and wrong answers among the examples")
     names = list(corpora) if corpora is not None else [""] * len(examples)
     size = Counter(names)
+    unknown = sorted(set(ignore) - set(FEATURES))
+    if unknown:
+        raise ValueError(f"ignore names unknown features {unknown}")
+    kept = [name not in ignore for name in FEATURES]
     model = LogisticRegression(C=REGULARISATION, max_iter=1000).fit(
-        [astuple(e.features) for e in examples],
+        [[x * k for x, k in zip(astuple(e.features), kept)] for e in examples],
         labels,
         sample_weight=[len(examples) / (len(size) * size[c]) for c in names],
     )
-    weights = tuple(round(float(w), 6) for w in model.coef_[0])
+    weights = tuple(round(float(w), 6) if k else 0.0 for w, k in zip(model.coef_[0], kept))
     rule = AbstentionRule(profile, weights, round(float(model.intercept_[0]), 6), 1.0)
     refused: dict[str, list[float]] = {}
     for e, c in zip(examples, names):
@@ -445,7 +460,7 @@ def precision_abstention_curve(
 ) -> list[CurvePoint]:
     """One `CurvePoint` per threshold (default 0.0, 0.05, ..., 1.0), for plotting.
 
-    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, *(0,) * 7), intercept=-5, threshold=0.5)
+    >>> rule = AbstentionRule("demo", weights=(0, 0, 10, *(0,) * 10), intercept=-5, threshold=0.5)
     >>> f = lambda support: AnswerFeatures(0, 0, support, 0, 0, 0, 0, 0)
     >>> examples = [Example("a", f(0.9), True, True), Example("b", f(0.4), False, False)]
     >>> [(p.threshold, p.answered, p.precision) for p in precision_abstention_curve(examples, rule, [0.1, 0.5])]

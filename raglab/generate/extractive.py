@@ -32,6 +32,7 @@ from raglab.generate.abstention import (
     profile_of,
 )
 from raglab.generate.evidence import Evidence, score_evidence
+from raglab.generate.null_calibration import NullCalibration, shipped_calibration
 from raglab.generate.prompting import ABSTENTION, Prompt
 from raglab.ingest.sentences import (
     candidate_sentences,
@@ -207,7 +208,10 @@ class ExtractiveGenerator:
     the shipped one for the embedder, `raglab.generate.abstention.load_rule`). `known_words`: the
     words of the documents the asker may read (`raglab.generate.abstention.vocabulary`, or a
     `KnownStems` lookup; `raglab.ask` passes them): a question in words they never use is likely about something they do
-    not say. Without them, the retrieved sources stand in. `min_support`: a
+    not say. Without them, the retrieved sources stand in. `calibration`: the index's null
+    distribution for the asker's tenant (`raglab.generate.null_calibration`; `raglab.ask`
+    passes it): the rule reads scores as percentiles of it; without one, of the null
+    distribution shipped with the rule (`shipped_calibration`). `min_support`: a
     floor the best sentence's word support must also reach (0: the rule alone decides).
 
     Deterministic: no randomness, ties broken by source number and position.
@@ -228,6 +232,7 @@ class ExtractiveGenerator:
     embedder: Embedder | None = field(default=None, kw_only=True, repr=False)
     rule: AbstentionRule | None = field(default=None, kw_only=True)
     known_words: frozenset[str] | KnownStems | None = field(default=None, kw_only=True, repr=False)
+    calibration: NullCalibration | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         check_int("max_sentences", self.max_sentences, minimum=1)
@@ -262,6 +267,9 @@ class ExtractiveGenerator:
         features = answer_features(
             prompt.question, ranked, self.scoring_embedder, self.known_words, chosen
         )
+        calibration = self.calibration or shipped_calibration(self._rule.profile)
+        if calibration is not None and ranked:
+            features = calibration.relative(features)
         probability = self._rule.probability(features)
         draft = " ".join(cite(e) for e in chosen)
         possible = (

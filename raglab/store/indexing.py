@@ -251,6 +251,8 @@ def sync(
                 "embedder_version": _version_to_record(embedder, fits),
                 "chunker": params,
                 "superseded": supersession(docs.values()),
+                # the answerer's calibration describes the documents it was computed on
+                **({"calibration": None} if to_write or removed else {}),
             }
         )
     return SyncReport(

@@ -32,11 +32,15 @@ META_KEYS = (
     "chunker",
     "superseded",
     "profile",
+    "calibration",
 )
 """What `store.meta` holds; each is None until the first `sync` records it. `superseded`
 maps a document id to the ids superseding it (`raglab.store.versions.supersession`);
 `profile`, the model profile the index was built with and what overrode it (`raglab.profiles`;
-None for an index built without one, as every index written before profiles)."""
+None for an index built without one, as every index written before profiles).
+`calibration`: the answerer's null distributions per tenant and the documents they were
+computed on (`raglab.pipeline.calibrate`); `sync` drops it whenever a document changes, so
+a stale one is never read."""
 
 
 class VectorStore(Protocol):

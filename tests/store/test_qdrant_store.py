@@ -41,6 +41,8 @@ def test_qdrant_answers_the_sample_questions_exactly_as_sqlite(both_indexes):
     sqlite, qdrant = both_indexes
     assert qdrant.store.chunks() == sqlite.store.chunks()
     assert qdrant.store.documents() == sqlite.store.documents()
+    calibration = qdrant.store.meta["calibration"]  # kept in Qdrant's meta point
+    assert calibration is not None and calibration == sqlite.store.meta["calibration"]
     for q in load_questions(sample_questions()):
         principal = Principal("u", q.tenant, q.groups)
         for method in ("dense", "hybrid"):

@@ -488,6 +488,7 @@ def test_sqlite_persists_across_reopen(tmp_path):
             "chunker": {"kind": "fake", "size": 10},
             "superseded": {},
             "profile": None,  # built without a model profile
+            "calibration": None,  # sync alone computes none (Index.from_folder does)
         }
         check_embedder(again, FakeEmbedder())
         second = sync(again, corpus(), chunker=FakeChunker(), embedder=FakeEmbedder())

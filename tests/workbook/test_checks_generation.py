@@ -347,3 +347,27 @@ def test_decide_fails_on_plausible_wrong_code(wrong, case, why, capsys):
     assert not result.passed and result.case == case
     if why:
         assert why in capsys.readouterr().out
+
+
+def test_decide_is_judged_on_every_question_of_both_corpora():
+    from raglab.samples import sample_questions, transfer_questions
+    from raglab.workbook.checks.generation import corpus_decide_cases
+
+    names = [case.name for case in corpus_decide_cases()]
+    expected = {"sample": sample_questions(), "second corpus": transfer_questions()}
+    for corpus, questions in expected.items():
+        wanted = sum(1 for line in questions.read_text("utf-8").splitlines() if line.strip())
+        assert sum(name.startswith(f"{corpus},") for name in names) == wanted
+
+
+def test_decide_fails_when_it_is_wrong_on_the_second_corpus_alone(capsys):
+    from raglab.workbook.checks.generation import corpus_decide_cases
+
+    target = next(c for c in corpus_decide_cases() if c.name.startswith("second corpus,"))
+
+    def wrong_there(features, weights, intercept, threshold):
+        p, answer = decide_right(features, weights, intercept, threshold)
+        return (p, not answer) if list(features) == target.args[0] else (p, answer)
+
+    result = checks.check_decide(wrong_there)
+    assert not result.passed and result.case.startswith("second corpus,")

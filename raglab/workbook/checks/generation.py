@@ -16,7 +16,10 @@
   answerer's abstention rule, a logistic model: probability = 1 / (1 + exp(-z)) with
   z = intercept + Σ weight · feature, and answer when probability >= threshold;
   features and weights of different lengths are a ValueError
-  (reference: `raglab.AbstentionRule.probability` and `.answers`).
+  (reference: `raglab.AbstentionRule.probability` and `.answers`). Judged on plain numbers,
+  then on both corpora: the shipped rule over the features of every labelled question of
+  the sample corpus and of the second one (data/transfer/), as `raglab.ask` sees them
+  (`corpus_decide_cases`).
 """
 
 from __future__ import annotations
@@ -27,15 +30,20 @@ import random
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 import numpy as np
 
 import raglab.records
 import raglab.text
 from raglab import Chunk, Hit, verify_citations
-from raglab.generate.abstention import FEATURES, AbstentionRule, AnswerFeatures
+from raglab.evaluation.calibration import collect_examples
+from raglab.evaluation.questions import load_questions
+from raglab.generate.abstention import FEATURES, AbstentionRule, AnswerFeatures, astuple, load_rule
 from raglab.generate.prompting import fold, make_boundary
+from raglab.pipeline import Index
+from raglab.samples import sample_corpus, sample_questions, transfer_corpus, transfer_questions
 from raglab.text import content_hash
 from raglab.workbook.checks.core import (
     NOT_IMPLEMENTED_CASE,
@@ -488,11 +496,46 @@ def random_decide_cases(n: int = RANDOM_CASES // 2, seed: int = SEED) -> list[Ca
     return cases
 
 
+CORPORA = {
+    "sample": (sample_corpus, sample_questions),
+    "second corpus": (transfer_corpus, transfer_questions),
+}
+"""The corpora a learner's `decide` is judged on: the sample, and one the rule never saw."""
+
+
+@cache
+def corpus_decide_cases() -> tuple[Case, ...]:
+    """The shipped hashing rule on every labelled question of both `CORPORA`: the features
+    `raglab.ask` computes (each index built and calibrated as `raglab index` builds it), the
+    rule's weights and intercept, and the probability below which it abstains. Built once."""
+    rule = load_rule("hashing")
+    abstains_below = cast(float, rule.caution)  # never None: the rule's __post_init__ sets it
+    cases = []
+    for name, (corpus, questions) in CORPORA.items():
+        examples = collect_examples(Index.from_folder(corpus()), load_questions(questions()))
+        for e in examples:
+            args = (list(astuple(e.features)), list(rule.weights), rule.intercept, abstains_below)
+            cases.append(
+                Case(f"{name}, question {e.question_id}", args, {}, reference_decide(*args))
+            )
+    return tuple(cases)
+
+
 def check_decide(fn: Callable[..., Any]) -> CheckResult:
-    """Check a learner's `decide(features, weights, intercept, threshold) -> (p, answer)`."""
+    """Check a learner's `decide(features, weights, intercept, threshold) -> (p, answer)`:
+    on plain numbers, then as the shipped rule on both corpora's questions."""
     random_cases = random_decide_cases()
-    summary = f"all {len(DECIDE_CASES)} cases and {len(random_cases)} random rules pass"
-    return run_cases("decide", "decide", fn, DECIDE_CASES + random_cases, _judge_decide, summary)
+    corpus_cases = list(corpus_decide_cases())
+    counts = ", ".join(
+        f"{sum(c.name.startswith(f'{name},') for c in corpus_cases)} {name} questions"
+        for name in CORPORA
+    )
+    summary = (
+        f"all {len(DECIDE_CASES)} cases and {len(random_cases)} random rules pass, and your "
+        f"decide gives the shipped rule's decisions on {counts}"
+    )
+    cases = DECIDE_CASES + random_cases + corpus_cases
+    return run_cases("decide", "decide", fn, cases, _judge_decide, summary)
 
 
 # Exercise id -> check, for this notebook; raglab.workbook.checks.CHECKS merges every notebook's.
