@@ -195,3 +195,15 @@ def test_raglab_chat_forgets_one_conversation_and_keeps_the_others(index_file):
     assert [c["conversation"] for c in listed] == ["2"]
     again = chat(*eve, "--conversation", "2", "--json", stdin="Can I postpone it?\n")
     assert json.loads(again.stdout)["turn"] == 3
+
+
+def test_raglab_chat_refuses_a_profile_that_does_not_match_its_index(index_file):
+    # The index was built with the default (hashing) settings; offline-neural embeds with
+    # MiniLM: refused before any turn is kept, with what to run instead.
+    refused = chat(
+        "--index", str(index_file), "--tenant", "globex", "--user", "ann",
+        "--profile", "offline-neural", stdin="What does error E-204 mean?\n",
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "offline-neural" in refused.stderr and "re-index with" in refused.stderr
+    assert refused.stdout == ""
