@@ -23,7 +23,8 @@ from raglab.conversation.history import groups_key, ranked, summaries
 from raglab.conversation.turns import ConversationSummary, Turn, TurnHit
 from raglab.records import Principal
 from raglab.store.errors import StoreError
-from raglab.store.sqlite_schema import check_schema, connect, sqlite_errors
+from raglab.store.sqlite_schema import check_schema, connect, read_meta, sqlite_errors
+from raglab.store.sqlite_vectors import carry_over, change_counter
 from raglab.validation import check_int
 
 _TURN = "conversation, n, question, standalone, answer, cited, items, time"
@@ -63,14 +64,19 @@ class SQLiteHistory:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
+        """One transaction; the documents' vector files are carried over to the file's new
+        change counter, since a turn changes no chunk (`sqlite_vectors.carry_over`)."""
         with sqlite_errors(self.path):
             self._con.execute("BEGIN IMMEDIATE")
+            generation = read_meta(self._con, self.path).get("generation", "")
+            before = change_counter(self.path)
             try:
                 yield
             except BaseException:
                 self._con.execute("ROLLBACK")
                 raise
             self._con.execute("COMMIT")
+        carry_over(self.path, generation, before, change_counter(self.path))
 
     def _read(self, sql: str, *params: Any) -> list[Any]:
         with sqlite_errors(self.path):

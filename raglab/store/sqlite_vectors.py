@@ -10,7 +10,8 @@ copied, and the eligible rows are scored a block at a time.
 The SQLite file stays the one truth. `generation` names its state: a random name
 written into the index's meta table with every write, in the same transaction, and
 SQLite's change counter, so files of any other generation are stale and never read
-(they are deleted when the next ones are written); a missing file (a crash between commit and
+(they are deleted when the next ones are written; a commit that changes no chunk, a
+conversation's turn, renames them to the new counter instead: `carry_over`); a missing file (a crash between commit and
 writing it, a copied index) is rebuilt from SQLite, or, in a folder we may not write,
 held in memory. The files are a cache, never trusted with access: files that do not fit
 the index (another index's, an edited partition column: `fits`) are rebuilt too, and
@@ -217,6 +218,22 @@ def _read_rows(con: sqlite3.Connection, index: Path, matrix: np.ndarray) -> Vect
         ]
         start = end
     return VectorFile(matrix, rows)
+
+
+def carry_over(index: Path, generation: str, before: int, after: int) -> None:
+    """After a commit that changed no chunk (a conversation's turn: `raglab.conversation`),
+    rename the vector files of `<generation>-<before>` to `<generation>-<after>`, so the next
+    search maps them instead of writing every vector again. Safe to lose a race: a file
+    whose name does not match the index's state is stale, never read, and rebuilt."""
+    if before == after:
+        return
+    old_vectors, old_rows = _paths(index, f"{generation}-{before}")
+    new_vectors, new_rows = _paths(index, f"{generation}-{after}")
+    try:
+        os.replace(old_rows, new_rows)
+        os.replace(old_vectors, new_vectors)  # the vectors last, as when they are written
+    except OSError:
+        return  # missing (never written) or not ours to rename: the next search rebuilds
 
 
 def change_counter(index: Path) -> int:

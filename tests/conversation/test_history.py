@@ -136,3 +136,28 @@ def test_every_history_query_names_the_owner_in_sql(tmp_path):
     reads = [s for s in statements if "turns" in s]
     assert len(reads) == 4
     assert all("tenant = 'acme' AND user = 'alice'" in s for s in reads)
+
+
+def test_a_turn_does_not_make_the_next_search_write_every_vector_again(tmp_path):
+    # A turn moves the index file's change counter; the documents' vector files beside it are
+    # carried over to the new counter (renamed), not written again from SQLite.
+    from raglab.pipeline import Index
+    from raglab.samples import sample_corpus
+
+    path = tmp_path / "index.sqlite"
+    Index.from_folder(sample_corpus(), path=path).store.close()
+    index = Index.open(path)
+    ann = Principal("ann", "acme")
+    before = index.search("vacation days", ann, k=3)
+    [vectors] = tmp_path.glob("index.sqlite.*.vectors.npy")
+    written = vectors.stat().st_ino
+    with SQLiteHistory.open(path) as history:
+        history.add(ann, make_turn("1", 1, "vacation days"), np.zeros(256, np.float32))
+    index.store.close()
+    again = Index.open(path)
+    assert again.search("vacation days", ann, k=3) == before
+    [carried] = tmp_path.glob("index.sqlite.*.vectors.npy")
+    assert (
+        carried.name != vectors.name and carried.stat().st_ino == written
+    )  # renamed, not rewritten
+    again.store.close()
