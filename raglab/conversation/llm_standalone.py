@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from raglab.conversation.rewrite import Rewrite
 from raglab.conversation.turns import Turn
 from raglab.generate.generation import Generator
+from raglab.generate.llm_env import model_from_env
 from raglab.generate.prompting import MAX_QUESTION_CHARS, Prompt
 from raglab.text import content_hash
 
@@ -64,7 +65,5 @@ class LLMStandalone:
 def standalone_from_env() -> LLMStandalone | None:
     """An `LLMStandalone` for RAGLAB_LLM_URL (model RAGLAB_LLM_MODEL, key RAGLAB_API_KEY), or
     None when it is not set: the offline rules rewrite."""
-    from raglab.generate.llm_rewrite import rewriter_from_env
-
-    rewriter = rewriter_from_env()  # the same settings and checks as the query rewriter
-    return None if rewriter is None else LLMStandalone(rewriter.generator)
+    generator = model_from_env()  # the same settings and checks as every model step
+    return None if generator is None else LLMStandalone(generator)

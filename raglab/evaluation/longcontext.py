@@ -26,7 +26,7 @@ from raglab.embed.tokens import TokenCount, wordpiece_counter
 from raglab.evaluation.metrics import holds_key_fact
 from raglab.evaluation.questions import Question
 from raglab.generate.generation import Generator
-from raglab.generate.llm_rewrite import rewriter_from_env
+from raglab.generate.llm_env import model_from_env
 from raglab.generate.prompting import Prompt, build_prompt
 from raglab.ingest.chunking import Chunker
 from raglab.longcontext.cost import Prices, cost_per_question
@@ -330,10 +330,9 @@ def position_sweep(
 
 
 def configured_model() -> Generator | None:
-    """The model in RAGLAB_LLM_URL (model RAGLAB_LLM_MODEL, key RAGLAB_API_KEY), as query
-    rewriting reads it; None offline, so a caller skips the model's run cleanly."""
-    rewriter = rewriter_from_env()
-    return None if rewriter is None else rewriter.generator
+    """The model in RAGLAB_LLM_URL (model RAGLAB_LLM_MODEL, key RAGLAB_API_KEY), as every
+    model step reads it; None offline, so a caller skips the model's run cleanly."""
+    return model_from_env()
 
 
 # --- access: what you paste is what the model can see --------------------------------------

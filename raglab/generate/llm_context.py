@@ -33,12 +33,12 @@ length (`raglab.ingest.contextual.SUMMARY_CHARS`).
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from raglab.embed.cache_files import CacheFile, default_folder
 from raglab.generate.generation import Generator
+from raglab.generate.llm_env import model_from_env
 from raglab.generate.prompting import Prompt
 from raglab.records import Chunk, Document
 from raglab.text import content_hash
@@ -123,15 +123,8 @@ def _first_line(reply: str) -> str:
 
 
 def context_writer_from_env() -> LLMContextWriter | None:
-    """An `LLMContextWriter` for the server in RAGLAB_LLM_URL (model RAGLAB_LLM_MODEL, key
-    RAGLAB_API_KEY), or None when RAGLAB_LLM_URL is not set: the offline first sentence."""
-    url = os.environ.get("RAGLAB_LLM_URL")
-    if not url:
-        return None
-    from raglab.generate.openai_http import OpenAIChatGenerator  # a remote model: loaded if used
-
-    model = os.environ.get("RAGLAB_LLM_MODEL", "")
-    if not model:
-        raise ValueError("RAGLAB_LLM_URL is set but RAGLAB_LLM_MODEL is not: name the model")
-    generator = OpenAIChatGenerator(url, model, os.environ.get("RAGLAB_API_KEY"))
-    return LLMContextWriter(generator, model)
+    """An `LLMContextWriter` for the model the environment configures
+    (`llm_env.model_from_env`), or None when RAGLAB_LLM_URL is not set: the offline first
+    sentence."""
+    generator = model_from_env()
+    return None if generator is None else LLMContextWriter(generator, generator.model)

@@ -9,10 +9,10 @@ The model sees only the question, never the documents.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from raglab.generate.generation import Generator
+from raglab.generate.llm_env import model_from_env
 from raglab.generate.prompting import Prompt
 
 MAX_QUERY_CHARS = 1000
@@ -55,15 +55,7 @@ class LLMRewriter:
 
 
 def rewriter_from_env(*, hyde: bool = False) -> LLMRewriter | None:
-    """An `LLMRewriter` for the server in RAGLAB_LLM_URL (model RAGLAB_LLM_MODEL, key
-    RAGLAB_API_KEY), or None when RAGLAB_LLM_URL is not set: offline, rules only."""
-    url = os.environ.get("RAGLAB_LLM_URL")
-    if not url:
-        return None
-    from raglab.generate.openai_http import OpenAIChatGenerator  # a remote model: loaded if used
-
-    model = os.environ.get("RAGLAB_LLM_MODEL", "")
-    if not model:
-        raise ValueError("RAGLAB_LLM_URL is set but RAGLAB_LLM_MODEL is not: name the model")
-    generator = OpenAIChatGenerator(url, model, os.environ.get("RAGLAB_API_KEY"))
-    return LLMRewriter(generator, hyde=hyde)
+    """An `LLMRewriter` for the model the environment configures (`llm_env.model_from_env`),
+    or None when RAGLAB_LLM_URL is not set: offline, rules only."""
+    generator = model_from_env()
+    return None if generator is None else LLMRewriter(generator, hyde=hyde)
