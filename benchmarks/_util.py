@@ -28,6 +28,18 @@ def best_time(fn: Callable[[], Any], *, repeat: int = 5) -> float:
     return best
 
 
+def timed(fn: Callable[..., Any], seconds: list[float]) -> Callable[..., Any]:
+    """`fn`, appending the wall time of each call to `seconds` (one figure per question)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        result = fn(*args, **kwargs)
+        seconds.append(time.perf_counter() - start)
+        return result
+
+    return call
+
+
 def run_measured(command: list[str], code: Path) -> tuple[float, float, float]:
     """Run `command` with raglab from `code`: (wall s, CPU s, the child's peak resident MB).
 

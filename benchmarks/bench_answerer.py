@@ -38,13 +38,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _util import print_table
+from _util import print_table, timed
 
 from raglab.evaluation import EvalReport, Question, evaluate, holds_key_fact, load_questions
 from raglab.evaluation.calibration import split_questions
@@ -52,7 +51,6 @@ from raglab.evaluation.runner import QuestionResult
 from raglab.generate.citations import verify_citations
 from raglab.generate.prompting import build_prompt
 from raglab.pipeline import DEFAULT_K, DEFAULT_METHOD, Index, ask, default_answerer
-from raglab.records import Answer
 from raglab.store.access import can_read
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,13 +170,7 @@ def run(corpus: Corpus, embedder: str) -> tuple[EvalReport, list[float], Index, 
     if corpus.held_out:
         questions = split_questions(questions)[1]
     seconds: list[float] = []
-
-    def answer(q: Question) -> Answer:
-        started = time.perf_counter()
-        reply = ask(q.question, index, q.asker)
-        seconds.append(time.perf_counter() - started)
-        return reply
-
+    answer = timed(lambda q: ask(q.question, index, q.asker), seconds)
     report = evaluate(
         questions,
         search=lambda q, depth: index.search(q.question, q.asker, k=depth),

@@ -42,6 +42,8 @@ def index_bytes(path: Path) -> int:
 
 
 def measure(name: str, work: Path) -> dict:
+    from _util import timed
+
     from raglab import Index, ask
     from raglab.evaluation import evaluate, load_questions
     from raglab.profiles import profile
@@ -64,12 +66,7 @@ def measure(name: str, work: Path) -> dict:
         answered_by = f"{os.environ.get('RAGLAB_LLM_MODEL')} at {os.environ['RAGLAB_LLM_URL']}"
 
     seconds: list[float] = []
-
-    def answer(q):
-        begin = time.perf_counter()
-        result = ask(q.question, index, q.asker, generator=generator)
-        seconds.append(time.perf_counter() - begin)
-        return result
+    answer = timed(lambda q: ask(q.question, index, q.asker, generator=generator), seconds)
 
     report = evaluate(
         questions,
