@@ -4,11 +4,10 @@ tenant (`raglab.pipeline.calibrate`) must not carry what a reader may not read."
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
-from attacks.common import CORPUS, run
+from attacks.common import board_document_moves, run
 
 # A [board] document in acme's words, and in the common words null questions are made with
 # (`STAND_INS`): counted in the calibration, it would change acme's null questions and move
@@ -25,7 +24,6 @@ QUESTIONS = (
     "Who approves an expense claim?",
     "What is the warranty on my laptop?",
 )
-OUTSIDERS = {"no group": [], "hr": ["--groups", "hr"]}
 
 
 def _answers(where: list[str], groups: list[str]) -> list[dict]:
@@ -50,30 +48,12 @@ def _stored_calibration(index: Path) -> dict:
 def board_document_through_calibration(tmp: Path) -> str:
     """A [board] document moves neither acme's stored calibration nor any answer (text or
     confidence) of an acme user outside board, in memory (`--docs`) and in an index file."""
-    plain, with_board = tmp / "plain", tmp / "with_board"
-    for folder in (plain, with_board):
-        shutil.copytree(CORPUS, folder)
-    (with_board / "acme" / "board-minutes.md").write_text(BOARD_DOCUMENT, encoding="utf-8")
-    where: dict[str, dict[Path, list[str]]] = {"memory": {}, "sqlite": {}}
-    stored = {}
-    for folder in (plain, with_board):
-        index = tmp / f"{folder.name}.sqlite"
-        built = run("index", str(folder), "--index", str(index))
-        if built.returncode != 0:
-            return f"FAILED: raglab index: {built.stderr.strip()[-100:]}"
-        where["memory"][folder] = ["--docs", str(folder)]
-        where["sqlite"][folder] = ["--index", str(index)]
-        stored[folder] = _stored_calibration(index)
-    if stored[plain]["documents"] == stored[with_board]["documents"]:
+    moved, indexes = board_document_moves(tmp, BOARD_DOCUMENT, _answers)
+    plain, with_board = (_stored_calibration(index) for index in indexes.values())
+    if plain["documents"] == with_board["documents"]:
         return "FAILED: the calibration was not computed again when a document was added"
-    if stored[plain]["tenants"]["acme"] != stored[with_board]["tenants"]["acme"]:
+    if plain["tenants"]["acme"] != with_board["tenants"]["acme"]:
         return "FAILED: the board document moved acme's stored calibration"
-    moved = [
-        f"{store}, {user}"
-        for store, options in where.items()
-        for user, groups in OUTSIDERS.items()
-        if _answers(options[plain], groups) != _answers(options[with_board], groups)
-    ]
     return f"FAILED: the board document moved what {moved} get" if moved else "held"
 
 

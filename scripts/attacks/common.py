@@ -6,10 +6,13 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import raglab
 
@@ -39,6 +42,42 @@ def corpus_with(tmp: Path, files: dict[str, str]) -> Path:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+OUTSIDERS = {"no group": [], "hr": ["--groups", "hr"]}
+"""acme users outside board, as `raglab ask` options: what a [board] document must not move."""
+
+
+def board_document_moves(
+    tmp: Path,
+    board_document: str,
+    seen: Callable[[list[str], list[str]], Any],
+    index_options: tuple[str, ...] = (),
+) -> tuple[list[str], dict[Path, Path]]:
+    """The sample corpus twice, once with `board_document` as acme/board-minutes.md, each
+    asked in memory (`--docs`) and from an index file; `seen(where, groups)` is what an
+    outsider gets. Returns the "store, user" pairs whose view the document moved, and each
+    copy's index file (plain first)."""
+    plain, with_board = tmp / "plain", tmp / "with_board"
+    for folder in (plain, with_board):
+        shutil.copytree(CORPUS, folder)
+    (with_board / "acme" / "board-minutes.md").write_text(board_document, encoding="utf-8")
+    where: dict[str, dict[Path, list[str]]] = {"memory": {}, "sqlite": {}}
+    indexes = {}
+    for folder in (plain, with_board):
+        indexes[folder] = tmp / f"{folder.name}.sqlite"
+        built = run("index", str(folder), "--index", str(indexes[folder]), *index_options)
+        if built.returncode != 0:
+            raise RuntimeError(f"raglab index: {built.stderr.strip()[-100:]}")
+        where["memory"][folder] = ["--docs", str(folder), *index_options]
+        where["sqlite"][folder] = ["--index", str(indexes[folder])]
+    moved = [
+        f"{store}, {user}"
+        for store, options in where.items()
+        for user, groups in OUTSIDERS.items()
+        if seen(options[plain], groups) != seen(options[with_board], groups)
+    ]
+    return moved, indexes
 
 
 class Server(http.server.ThreadingHTTPServer):

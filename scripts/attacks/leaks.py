@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from attacks.common import CORPUS, run
+from attacks.common import board_document_moves, run
 
 BOARD_WORD = "kestrelwing"
 BOARD_DOCUMENT = (
@@ -15,7 +14,6 @@ BOARD_DOCUMENT = (
     f"{BOARD_WORD} changes vacation days, laptops and the expenses policy.\n"
 )
 QUESTION = f"Is the {BOARD_WORD} acquisition why vacation days and laptops are changing?"
-OUTSIDERS = {"no group": [], "hr": ["--groups", "hr"]}
 
 
 def _seen(where: list[str], groups: list[str]) -> dict:
@@ -35,24 +33,7 @@ def board_word_through_lsa(tmp: Path) -> str:
 
     The same question, the same users, before and after the board document is indexed,
     in memory (`--docs`) and in an index file (`raglab index`)."""
-    plain, with_board = tmp / "plain", tmp / "with_board"
-    for folder in (plain, with_board):
-        shutil.copytree(CORPUS, folder)
-    (with_board / "acme" / "board-minutes.md").write_text(BOARD_DOCUMENT, encoding="utf-8")
-    where: dict[str, dict[Path, list[str]]] = {"memory": {}, "sqlite": {}}
-    for folder in (plain, with_board):
-        index = tmp / f"{folder.name}.sqlite"
-        built = run("index", str(folder), "--index", str(index), "--embedder", "lsa")
-        if built.returncode != 0:
-            return f"FAILED: raglab index: {built.stderr.strip()[-100:]}"
-        where["memory"][folder] = ["--docs", str(folder), "--embedder", "lsa"]
-        where["sqlite"][folder] = ["--index", str(index)]
-    moved = [
-        f"{store}, {user}"
-        for store, options in where.items()
-        for user, groups in OUTSIDERS.items()
-        if _seen(options[plain], groups) != _seen(options[with_board], groups)
-    ]
+    moved, _ = board_document_moves(tmp, BOARD_DOCUMENT, _seen, ("--embedder", "lsa"))
     return f"FAILED: the board document moved what {moved} see" if moved else "held"
 
 
